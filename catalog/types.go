@@ -1,0 +1,77 @@
+// Package catalog holds BLIS's embedded, versioned data: Hugging Face model
+// configs, chip descriptions and (later) fitted coefficients, each with its
+// provenance, behind strict loaders. It knows nothing of simulation.
+package catalog
+
+// Model is one embedded model: its identity plus the architecture numbers the
+// kernel prices steps from, read from the model's config.json.
+type Model struct {
+	ID      string   // Hugging Face id, e.g. "meta-llama/Llama-3.1-8B-Instruct"
+	Aliases []string // short names accepted by --model, lower case
+	Source  string   // provenance of the embedded config.json
+
+	Architecture string // architectures[0], e.g. "LlamaForCausalLM"
+	ModelType    string // model_type
+
+	NumLayers        int // num_hidden_layers
+	HiddenSize       int
+	NumHeads         int // num_attention_heads
+	NumKVHeads       int // num_key_value_heads (== NumHeads for MHA; 1 latent "head" for MLA)
+	HeadDim          int // head_dim, or hidden_size/num_attention_heads
+	IntermediateSize int // dense MLP intermediate size
+	VocabSize        int
+	TieEmbeddings    bool
+	MaxPositions     int // max_position_embeddings (vLLM's default max-model-len)
+
+	// Weight dtype of the checkpoint: "bfloat16", "float16", "fp8", "fp4", "int4", ...
+	WeightDtype string
+	// WeightBytesPerParam for the checkpoint's GEMM weights (2 for bf16, 1 for fp8, 0.5 for fp4/int4).
+	WeightBytesPerParam float64
+
+	// Mixture of experts (zero values for dense models).
+	NumExperts          int // routed experts
+	ExpertsPerToken     int // top-k
+	MoEIntermediateSize int // per-expert intermediate size
+	NumSharedExperts    int
+	FirstDenseLayers    int // first_k_dense_replace: leading layers with a dense MLP
+	MoELayerFreq        int // every Nth layer is MoE (1 = all, after FirstDenseLayers)
+
+	// Multi-head latent attention (DeepSeek-style); KVLoraRank > 0 means MLA.
+	KVLoraRank    int
+	QLoraRank     int
+	QKRopeHeadDim int
+	QKNopeHeadDim int
+	VHeadDim      int
+
+	// Sliding-window attention: window in tokens and how many layers use it
+	// (0 when every layer attends to the full context).
+	SlidingWindow       int
+	SlidingWindowLayers int
+}
+
+// IsMoE reports whether the model routes tokens to experts.
+func (m *Model) IsMoE() bool { return m.NumExperts > 0 }
+
+// IsMLA reports whether the model uses multi-head latent attention.
+func (m *Model) IsMLA() bool { return m.KVLoraRank > 0 }
+
+// Chip is one accelerator with the numbers the roofline needs. Every number
+// has its source in the embedded YAML file it is read from.
+type Chip struct {
+	Name    string   // canonical name, e.g. "h100"
+	Aliases []string // accepted spellings, lower case, e.g. "h100_sxm"
+	Vendor  string
+
+	MemBytes    float64 // HBM capacity, bytes
+	MemBW       float64 // HBM bandwidth, bytes/s
+	BF16FLOPS   float64 // dense BF16 tensor-core peak, FLOP/s
+	FP8FLOPS    float64 // dense FP8 peak (0 if unsupported)
+	FP4FLOPS    float64 // dense FP4 peak (0 if unsupported)
+	SMs         int
+	NVLinkBW    float64 // per GPU, one direction, bytes/s
+	InterNode   float64 // per GPU, one direction, bytes/s
+	PCIeBW      float64 // bytes/s one direction
+	GPUsPerNode int
+
+	Sources map[string]string // field name → where the number comes from
+}

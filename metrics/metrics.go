@@ -1,0 +1,22 @@
+// Package metrics records what a benchmark client would measure — one record
+// per request plus streaming distributions — and writes vLLM bench's result
+// table and JSON. It knows nothing of the engine's insides.
+package metrics
+
+import "time"
+
+// Record is one request as the client and the engine saw it. Times are
+// simulated time since the start of the timed phase.
+type Record struct {
+	Index        int64
+	Sent         time.Duration // the client sent it (after the concurrency cap)
+	Scheduled    time.Duration // the engine first scheduled it
+	FirstToken   time.Duration // first output token reached the client
+	Finish       time.Duration // last output token reached the client
+	InputTokens  int
+	OutputTokens int
+	CachedTokens int // prompt tokens served from the prefix cache at first scheduling
+	Preemptions  int
+	Rejected     bool
+	RejectReason string // set when Rejected: why the engine refused it
+}
