@@ -1,0 +1,447 @@
+// Package engine simulates one vLLM v1 replica: the request state machine,
+// the scheduler (continuous batching with chunked prefill under a token
+// budget), the paged KV cache with prefix caching, and recompute preemption.
+//
+// It mirrors vLLM's v1 core as of late 2025 (main after v0.11:
+// vllm/v1/core/sched/scheduler.py Scheduler.schedule / update_from_output,
+// vllm/v1/core/kv_cache_manager.py allocate_slots / get_computed_blocks,
+// vllm/v1/core/block_pool.py), with the FCFS policy and no speculative
+// decoding, KV connector, encoder inputs or async scheduling.
+//
+// Like etcd's raft, the engine owns no clock and no goroutines: the caller
+// adds requests, asks for the next step's batch (Schedule), prices it, and
+// reports the step's end (Complete). Time is only passed in.
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"blis/kernel"
+)
+
+// Config holds the vLLM engine arguments the scheduler and KV manager use.
+type Config struct {
+	MaxNumSeqs                int  // --max-num-seqs
+	MaxNumBatchedTokens       int  // --max-num-batched-tokens
+	LongPrefillTokenThreshold int  // --long-prefill-token-threshold (0 = off)
+	EnableChunkedPrefill      bool // --enable-chunked-prefill (vLLM v1 default: on)
+	EnablePrefixCaching       bool // --enable-prefix-caching (default on)
+	BlockSize                 int  // --block-size
+	NumGPUBlocks              int  // KV pool size in blocks, null block included
+	MaxModelLen               int  // --max-model-len
+}
+
+// Validate reports the first impossible setting, naming its vLLM flag.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxNumSeqs < 1:
+		return fmt.Errorf("--max-num-seqs %d: must be ≥ 1", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens < 1:
+		return fmt.Errorf("--max-num-batched-tokens %d: must be ≥ 1", c.MaxNumBatchedTokens)
+	case c.LongPrefillTokenThreshold < 0:
+		return fmt.Errorf("--long-prefill-token-threshold %d: must be ≥ 0", c.LongPrefillTokenThreshold)
+	case c.BlockSize < 1:
+		return fmt.Errorf("--block-size %d: must be ≥ 1", c.BlockSize)
+	case c.NumGPUBlocks < 2:
+		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): need at least 2, one is vLLM's null block", c.NumGPUBlocks)
+	case c.MaxModelLen < 2:
+		return fmt.Errorf("--max-model-len %d: must be ≥ 2", c.MaxModelLen)
+	case !c.EnableChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen:
+		// vLLM's SchedulerConfig refuses this combination too.
+		return fmt.Errorf("--max-num-batched-tokens %d is smaller than --max-model-len %d with chunked prefill disabled: "+
+			"a long prompt could never be scheduled; raise --max-num-batched-tokens or enable chunked prefill",
+			c.MaxNumBatchedTokens, c.MaxModelLen)
+	}
+	return nil
+}
+
+// Stats are counters over the engine's life.
+type Stats struct {
+	Steps          int64
+	Preemptions    int64
+	Rejected       int64
+	PrefixQueries  int64 // prompt tokens looked up in the prefix cache at admission
+	PrefixHits     int64 // of which served from cache
+	Evictions      int64 // cached blocks reused for new content
+	ScheduledRows  int64 // Σ rows over steps
+	MaxRunning     int
+	PeakUsedBlocks int
+}
+
+// Sample is one output token produced by a step.
+type Sample struct {
+	Req   *Request
+	Gap   time.Duration // since the request's previous token (0 for the first)
+	First bool          // the request's first output token
+	Done  bool          // the request's last output token: it has finished
+}
+
+// Engine is one vLLM replica's scheduler and KV cache.
+type Engine struct {
+	cfg     Config
+	pool    *blockPool
+	waiting ring
+	running []*Request
+
+	scheduled []*Request // rows of the step in flight
+	samples   []Sample   // outputs of the last completed step
+	hitBuf    []int32
+	inStep    bool
+	stats     Stats
+}
+
+// New builds an engine. The pool has cfg.NumGPUBlocks blocks including the
+// null block.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{
+		cfg:     cfg,
+		pool:    newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching),
+		running: make([]*Request, 0, cfg.MaxNumSeqs),
+	}, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Stats returns the counters so far.
+func (e *Engine) Stats() Stats {
+	s := e.stats
+	s.Evictions = e.pool.evictions
+	return s
+}
+
+// Waiting and Running are the queue lengths.
+func (e *Engine) Waiting() int { return e.waiting.len() }
+func (e *Engine) Running() int { return len(e.running) }
+
+// FreeBlocks is the number of blocks in the free queue (cached-but-free
+// blocks included, as in vLLM's get_num_free_blocks).
+func (e *Engine) FreeBlocks() int { return e.pool.free }
+
+// UsableBlocks is the number of blocks requests can hold (null block excluded).
+func (e *Engine) UsableBlocks() int { return e.pool.usable() }
+
+// HeldBlocks counts blocks with a nonzero reference count.
+func (e *Engine) HeldBlocks() int { return e.pool.usable() - e.pool.free }
+
+// Busy reports whether a step is in flight.
+func (e *Engine) Busy() bool { return e.inStep }
+
+// HasWork reports whether a Schedule call could form a batch.
+func (e *Engine) HasWork() bool { return len(e.running) > 0 || e.waiting.len() > 0 }
+
+func cdiv(a, b int) int { return (a + b - 1) / b }
+
+// Add admits a request at time now, or rejects it with a counted reason when
+// it can never be served: vLLM's API server refuses prompt + max_tokens over
+// --max-model-len, and a request needing more KV blocks than the whole pool
+// could only livelock (vLLM refuses such a max-model-len at start-up).
+func (e *Engine) Add(r *Request, now time.Duration) bool {
+	r.Arrived = now
+	switch {
+	case r.PromptLen < 1:
+		return e.reject(r, "empty prompt")
+	case r.MaxTokens < 1:
+		return e.reject(r, fmt.Sprintf("max_tokens %d: must be ≥ 1", r.MaxTokens))
+	case r.PromptLen+r.MaxTokens > e.cfg.MaxModelLen:
+		return e.reject(r, fmt.Sprintf("max_model_len: this model's maximum context length is %d tokens, "+
+			"but %d were requested (%d prompt + %d output)", e.cfg.MaxModelLen,
+			r.PromptLen+r.MaxTokens, r.PromptLen, r.MaxTokens))
+	case cdiv(r.PromptLen+r.MaxTokens-1, e.cfg.BlockSize) > e.pool.usable():
+		return e.reject(r, fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d",
+			cdiv(r.PromptLen+r.MaxTokens-1, e.cfg.BlockSize), e.pool.usable()))
+	}
+	r.Status = StatusWaiting
+	e.waiting.pushBack(r)
+	return true
+}
+
+func (e *Engine) reject(r *Request, why string) bool {
+	r.Status = StatusRejected
+	r.RejectReason = why
+	e.stats.Rejected++
+	return false
+}
+
+// Schedule forms the next step's batch at time now, mirroring
+// Scheduler.schedule: running requests first (in order, preempting from the
+// tail of the running list when KV blocks run out), then — only if nothing
+// was preempted this step — waiting requests in FCFS order, under the
+// --max-num-batched-tokens budget and the --max-num-seqs cap. It fills b with
+// the step's shape and returns the number of scheduled rows (0: nothing to do).
+func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
+	if e.inStep {
+		panic("engine: Schedule called while a step is in flight")
+	}
+	*b = kernel.Batch{}
+	e.scheduled = e.scheduled[:0]
+	budget := e.cfg.MaxNumBatchedTokens
+	thr := e.cfg.LongPrefillTokenThreshold
+	preempted := false
+
+	for i := 0; i < len(e.running) && budget > 0; {
+		r := e.running[i]
+		n := r.NumTokens() - r.NumComputed
+		if thr > 0 && n > thr {
+			n = thr
+		}
+		n = min(n, budget, e.cfg.MaxModelLen-1-r.NumComputed)
+		if n <= 0 {
+			i++
+			continue
+		}
+		ok := false
+		for {
+			if e.allocate(r, n, nil) {
+				ok = true
+				break
+			}
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			preempted = true
+			if victim == r {
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		e.add(r, n, b)
+		budget -= n
+		i++
+	}
+
+	if !preempted {
+		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+			r := e.waiting.peek()
+			hits := e.hitBuf[:0]
+			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching {
+				hits = e.longestHit(r, hits)
+			}
+			e.hitBuf = hits
+			hitTokens := len(hits) * e.cfg.BlockSize
+			n := r.NumTokens() - r.NumComputed - hitTokens
+			if thr > 0 && n > thr {
+				n = thr
+			}
+			if !e.cfg.EnableChunkedPrefill && n > budget {
+				break
+			}
+			n = min(n, budget)
+			if !e.allocate(r, n, hits) {
+				break
+			}
+			e.waiting.popFront()
+			if !r.scheduledOnce {
+				r.scheduledOnce = true
+				r.FirstScheduled = now
+				r.CachedTokens = hitTokens
+				e.stats.PrefixQueries += int64(r.NumTokens())
+				e.stats.PrefixHits += int64(hitTokens)
+			}
+			r.Status = StatusRunning
+			e.running = append(e.running, r)
+			e.add(r, n, b)
+			budget -= n
+		}
+	}
+
+	if len(e.scheduled) > 0 {
+		e.inStep = true
+		e.stats.Steps++
+		e.stats.ScheduledRows += int64(len(e.scheduled))
+		e.stats.MaxRunning = max(e.stats.MaxRunning, len(e.running))
+		e.stats.PeakUsedBlocks = max(e.stats.PeakUsedBlocks, e.HeldBlocks())
+	}
+	return len(e.scheduled)
+}
+
+// add records r as a row of the step with n new tokens and advances its
+// computed-token count (vLLM's _update_after_schedule).
+func (e *Engine) add(r *Request, n int, b *kernel.Batch) {
+	c := r.NumComputed
+	r.stepContext, r.stepTokens = c, n
+	r.NumComputed += n
+	e.scheduled = append(e.scheduled, r)
+	if r.NumComputed >= r.NumTokens() {
+		b.Sampled++
+	}
+	if r.NumOutput > 0 && n == 1 && c == r.NumTokens()-1 {
+		b.NumDecode++
+		b.DecodeTokens++
+		b.DecodeContext += int64(c + 1)
+		return
+	}
+	b.NumPrefill++
+	b.PrefillTokens += n
+	b.PrefillContext += int64(c)
+	s, cc := float64(n), float64(c)
+	b.PrefillAttnPairs += s*cc + s*(s+1)/2
+}
+
+// longestHit finds the cached blocks matching r's leading full blocks, capped
+// at num_tokens − 1 so the last token is always computed (vLLM's
+// get_computed_blocks).
+func (e *Engine) longestHit(r *Request, dst []int32) []int32 {
+	bs := e.cfg.BlockSize
+	limit := (r.NumTokens() - 1) / bs
+	r.extendHashes(limit*bs, bs)
+	for k := 0; k < limit; k++ {
+		blk, ok := e.pool.lookup(r.hashes[k])
+		if !ok {
+			break
+		}
+		dst = append(dst, blk)
+	}
+	return dst
+}
+
+// allocate mirrors KVCacheManager.allocate_slots for full attention without
+// lookahead: it succeeds only if the new blocks plus the cached hit blocks
+// that are currently free (evictable) fit in the free queue.
+func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
+	bs := e.cfg.BlockSize
+	computed := r.NumComputed + len(hits)*bs
+	need := min(computed+n, e.cfg.MaxModelLen)
+	newBlocks := cdiv(need, bs) - len(hits) - len(r.blocks)
+	evictable := 0
+	for _, blk := range hits {
+		if e.pool.ref[blk] == 0 {
+			evictable++
+		}
+	}
+	if max(newBlocks, 0)+evictable > e.pool.free {
+		return false
+	}
+	for _, blk := range hits {
+		e.pool.touch(blk)
+	}
+	r.blocks = append(r.blocks, hits...)
+	if len(hits) > 0 {
+		r.numCached = len(r.blocks)
+		r.NumComputed = computed
+	}
+	if newBlocks > 0 {
+		r.blocks = e.pool.take(newBlocks, r.blocks)
+	}
+	if e.cfg.EnablePrefixCaching {
+		upto := min(computed+n, r.NumTokens())
+		full := upto / bs
+		if full > r.numCached {
+			r.extendHashes(full*bs, bs)
+			for k := r.numCached; k < full; k++ {
+				e.pool.register(r.blocks[k], r.hashes[k])
+			}
+			r.numCached = full
+		}
+	}
+	return true
+}
+
+// preempt frees r's blocks and puts it back at the head of the waiting queue
+// for recomputation (vLLM's _preempt_request, RECOMPUTE mode).
+func (e *Engine) preempt(r *Request) {
+	e.pool.release(r.blocks)
+	r.blocks = r.blocks[:0]
+	r.numCached = 0
+	r.NumComputed = 0
+	r.Status = StatusPreempted
+	r.Preemptions++
+	e.stats.Preemptions++
+	e.waiting.pushFront(r)
+}
+
+// Complete ends the step in flight at time now (vLLM's update_from_output):
+// every row whose computed tokens caught up with its known tokens samples one
+// output token; a request reaching its max_tokens finishes and frees its
+// blocks, tail first. The returned samples are valid until the next Complete.
+func (e *Engine) Complete(now time.Duration) []Sample {
+	if !e.inStep {
+		panic("engine: Complete called with no step in flight")
+	}
+	e.inStep = false
+	e.samples = e.samples[:0]
+	anyDone := false
+	for _, r := range e.scheduled {
+		if r.NumComputed < r.NumTokens() {
+			continue // a prefill chunk that did not reach the end of the known tokens
+		}
+		r.NumOutput++
+		s := Sample{Req: r, First: r.NumOutput == 1}
+		if s.First {
+			r.FirstToken = now
+		} else {
+			s.Gap = now - r.LastToken
+		}
+		r.LastToken = now
+		if r.NumOutput >= r.MaxTokens {
+			s.Done = true
+			anyDone = true
+			r.Status = StatusFinished
+			r.Finished = now
+			e.pool.release(r.blocks)
+			r.blocks = r.blocks[:0]
+		}
+		e.samples = append(e.samples, s)
+	}
+	if anyDone {
+		kept := e.running[:0]
+		for _, r := range e.running {
+			if r.Status != StatusFinished {
+				kept = append(kept, r)
+			}
+		}
+		clear(e.running[len(kept):])
+		e.running = kept
+	}
+	return e.samples
+}
+
+// ring is a double-ended FIFO of requests (vLLM's FCFSRequestQueue, a deque).
+type ring struct {
+	buf        []*Request
+	head, size int
+}
+
+func (q *ring) len() int { return q.size }
+
+func (q *ring) grow() {
+	n := max(16, 2*len(q.buf))
+	nb := make([]*Request, n)
+	for i := 0; i < q.size; i++ {
+		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = nb, 0
+}
+
+func (q *ring) pushBack(r *Request) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = r
+	q.size++
+}
+
+func (q *ring) pushFront(r *Request) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+	q.buf[q.head] = r
+	q.size++
+}
+
+func (q *ring) peek() *Request { return q.buf[q.head] }
+
+func (q *ring) popFront() *Request {
+	r := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return r
+}

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"time"
+
+	"blis/workload"
+)
+
+// Status is where a request is in vLLM's request state machine
+// (vllm/v1/request.py RequestStatus).
+type Status uint8
+
+const (
+	StatusWaiting   Status = iota // queued, never scheduled or preempted
+	StatusRunning                 // in the running list
+	StatusPreempted               // blocks freed, back at the head of waiting
+	StatusFinished                // produced its last output token
+	StatusRejected                // refused at admission (see RejectReason)
+)
+
+// Request is one request inside a replica. The driver creates it from a
+// workload request, hands it to Engine.Add and reads its times afterwards.
+type Request struct {
+	ID        int64
+	Prompt    []workload.Segment // prompt identity (owned by the request)
+	OutputID  uint64             // identity of the tokens this request generates
+	PromptLen int
+	MaxTokens int // output tokens to generate (ignore_eos)
+
+	// Client-visible times (simulated), set by the engine.
+	Arrived        time.Duration
+	FirstScheduled time.Duration
+	FirstToken     time.Duration
+	LastToken      time.Duration // time of the most recent output token
+	Finished       time.Duration
+
+	Status       Status
+	RejectReason string
+	NumComputed  int // vLLM's num_computed_tokens
+	NumOutput    int // output tokens generated so far
+	CachedTokens int // prefix-cache hit at first scheduling
+	Preemptions  int
+
+	// Tag is for the driver (e.g. warm-up vs timed); the engine ignores it.
+	Tag int
+
+	scheduledOnce bool
+	blocks        []int32  // KV blocks held, in token order
+	numCached     int      // leading blocks already registered in the prefix cache
+	hashes        []uint64 // chained hashes of the request's full blocks so far
+	cur           segCursor
+	stepTokens    int // tokens scheduled in the current step
+	stepContext   int // NumComputed before the current step
+}
+
+// NumTokens is vLLM's num_tokens: prompt plus output tokens so far.
+func (r *Request) NumTokens() int { return r.PromptLen + r.NumOutput }
+
+// segCursor walks the request's token identity (prompt segments, then the
+// output) block by block, so block hashes cost O(segments touched).
+type segCursor struct {
+	seg int // index into Prompt; len(Prompt) means "in the output"
+	off int // offset within that segment
+}
+
+// splitmix64 is a fast, well-mixed 64-bit hash step (integer hashes only:
+// vLLM hashes token ids with sha256/xxhash; BLIS needs identity, not crypto).
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// extendHashes computes the chained block hashes of every full block among
+// the request's first n tokens (vLLM: request.block_hashes, each block's hash
+// = H(parent hash, block tokens)). Block content is named by the (segment,
+// offset, length) pieces it covers.
+func (r *Request) extendHashes(n, blockSize int) {
+	full := n / blockSize
+	for len(r.hashes) < full {
+		var h uint64 = 0x6a09e667f3bcc908
+		if k := len(r.hashes); k > 0 {
+			h = r.hashes[k-1]
+		}
+		need := blockSize
+		for need > 0 {
+			var id uint64
+			var segLen int
+			if r.cur.seg < len(r.Prompt) {
+				id, segLen = r.Prompt[r.cur.seg].ID, r.Prompt[r.cur.seg].Len
+			} else {
+				id, segLen = r.OutputID, int(^uint(0)>>1)
+			}
+			take := segLen - r.cur.off
+			if take > need {
+				take = need
+			}
+			if take > 0 {
+				h = splitmix64(h ^ splitmix64(splitmix64(id)^(uint64(r.cur.off)<<32|uint64(take))))
+				r.cur.off += take
+				need -= take
+			}
+			if r.cur.off >= segLen {
+				r.cur.seg++
+				r.cur.off = 0
+			}
+		}
+		if h == 0 {
+			h = 1 // 0 means "no hash" in the block pool
+		}
+		r.hashes = append(r.hashes, h)
+	}
+}
+
+// Reset clears r for reuse, keeping its slices' storage.
+func (r *Request) Reset() {
+	prompt, blocks, hashes := r.Prompt[:0], r.blocks[:0], r.hashes[:0]
+	*r = Request{Prompt: prompt, blocks: blocks, hashes: hashes}
+}
