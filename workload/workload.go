@@ -9,7 +9,7 @@ import "time"
 // Segment is a run of prompt tokens with an identity: two prompts whose
 // segment lists agree on (ID, Len) at the same offsets hold the same tokens
 // there, so prefix caching sees real sharing. Token j of a segment is a pure
-// function of (ID, j).
+// function of (ID, j). Sources emit segments with Len ≥ 1.
 type Segment struct {
 	ID  uint64
 	Len int
