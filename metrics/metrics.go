@@ -19,4 +19,7 @@ type Record struct {
 	Preemptions  int
 	Rejected     bool
 	RejectReason string // set when Rejected: why the engine refused it
+	// ClientQueueTime is how long the request waited for a --max-concurrency
+	// slot before Sent (vLLM bench's client_queue_time); zero without a cap.
+	ClientQueueTime time.Duration
 }
