@@ -215,6 +215,7 @@ func (d *driver) release() {
 }
 
 func (d *driver) offer(r *engine.Request) {
+	r.Released = d.now
 	d.blocked = append(d.blocked, r)
 	d.fill()
 }
@@ -227,6 +228,9 @@ func (d *driver) fill() {
 		d.blocked[d.bhead] = nil
 		d.bhead++
 		d.inFlight++
+		if r.Tag == tagTimed {
+			d.rec.Send(d.now - d.t0)
+		}
 		if !d.eng.Add(r, d.now) {
 			d.leave(r)
 		}
@@ -250,12 +254,13 @@ func (d *driver) leave(r *engine.Request) {
 func (d *driver) recordTimed(r *engine.Request) {
 	rel := func(t time.Duration) time.Duration { return t - d.t0 }
 	m := metrics.Record{
-		Index:        r.ID,
-		Sent:         rel(r.Arrived),
-		InputTokens:  r.PromptLen,
-		OutputTokens: r.NumOutput,
-		CachedTokens: r.CachedTokens,
-		Preemptions:  r.Preemptions,
+		Index:           r.ID,
+		Sent:            rel(r.Arrived),
+		ClientQueueTime: r.Arrived - r.Released,
+		InputTokens:     r.PromptLen,
+		OutputTokens:    r.NumOutput,
+		CachedTokens:    r.CachedTokens,
+		Preemptions:     r.Preemptions,
 	}
 	if r.Status == engine.StatusRejected {
 		m.Rejected, m.RejectReason = true, r.RejectReason

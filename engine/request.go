@@ -41,8 +41,11 @@ type Request struct {
 	CachedTokens int // prefix-cache hit at first scheduling
 	Preemptions  int
 
-	// Tag is for the driver (e.g. warm-up vs timed); the engine ignores it.
-	Tag int
+	// Tag and Released belong to the driver (warm-up vs timed; when the
+	// client's request process released it, before any concurrency wait);
+	// the engine ignores them.
+	Tag      int
+	Released time.Duration
 
 	scheduledOnce bool
 	blocks        []int32  // KV blocks held, in token order

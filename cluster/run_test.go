@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"blis/engine"
+	"blis/kernel"
+	"blis/metrics"
+	"blis/workload"
+)
+
+// constPricer charges a fixed time per step plus a time per token: a step
+// model simple enough to compute results by hand.
+type constPricer struct{ step, perToken time.Duration }
+
+func (p constPricer) StepTime(b *kernel.Batch) kernel.Breakdown {
+	t := p.step + time.Duration(b.Tokens())*p.perToken
+	return kernel.Breakdown{Host: t, Total: t}
+}
+func (constPricer) Name() string { return "const" }
+
+// listSource replays fixed requests.
+type listSource struct {
+	reqs []workload.Request
+	i    int
+}
+
+func (s *listSource) Next(r *workload.Request) bool {
+	if s.i >= len(s.reqs) {
+		return false
+	}
+	*r = s.reqs[s.i]
+	s.i++
+	return true
+}
+
+func engCfg() engine.Config {
+	return engine.Config{MaxNumSeqs: 64, MaxNumBatchedTokens: 512, EnableChunkedPrefill: true,
+		EnablePrefixCaching: true, BlockSize: 16, NumGPUBlocks: 1000, MaxModelLen: 4096}
+}
+
+func newRec(t *testing.T, detailed bool) *metrics.Recorder {
+	t.Helper()
+	r, err := metrics.NewRecorder(metrics.RecorderOptions{Detailed: detailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func fixed(n, in, out int) *listSource {
+	s := &listSource{}
+	for i := 0; i < n; i++ {
+		s.reqs = append(s.reqs, workload.Request{Index: int64(i), InputLen: in, OutputLen: out,
+			Prompt: []workload.Segment{{ID: uint64(100 + i), Len: in}}})
+	}
+	return s
+}
+
+// One request alone: TTFT = one prefill step, then one step per token.
+func TestHandComputedSingleRequest(t *testing.T) {
+	rec := newRec(t, true)
+	res, err := Run(Config{Engine: engCfg(), Pricer: constPricer{step: 10 * time.Millisecond}}, fixed(1, 100, 5), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duration != 50*time.Millisecond || res.Completed != 1 || res.TimedSteps != 5 {
+		t.Fatalf("result %+v", res)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
+	if got := sum.TTFT.Mean; math.Abs(got-10) > 1e-9 {
+		t.Fatalf("TTFT %v ms, want 10", got)
+	}
+	if got := sum.TPOT.Mean; math.Abs(got-10) > 1e-9 {
+		t.Fatalf("TPOT %v ms, want 10", got)
+	}
+}
+
+// Concurrency cap 1: requests run back to back; each waits in the client.
+func TestConcurrencyCapSerialises(t *testing.T) {
+	rec := newRec(t, false)
+	res, err := Run(Config{Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}, MaxConcurrency: 1}, fixed(4, 32, 3), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duration != 12*time.Millisecond {
+		t.Fatalf("4 requests × 3 steps of 1 ms serialised: duration %v", res.Duration)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
+	if sum.MaxConcurrentRequests != 1 {
+		t.Fatalf("max concurrent %d", sum.MaxConcurrentRequests)
+	}
+}
+
+// Warm-ups are copies of the first prompt: the first timed request then hits
+// the prefix cache, and warm-ups are not counted.
+func TestWarmupsPopulatePrefixCacheAndAreExcluded(t *testing.T) {
+	rec := newRec(t, true)
+	res, err := Run(Config{Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}, NumWarmups: 2, MaxConcurrency: 4}, fixed(3, 64, 2), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 3 || res.Sent != 3 || res.WarmupDuration <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
+	if sum.Requests[0].CachedTokens != 48 {
+		t.Fatalf("first timed request should hit 48 cached tokens (3 blocks, last token recomputed), got %d", sum.Requests[0].CachedTokens)
+	}
+}
+
+// Requests that can never run are rejected, counted and reported; the run
+// goes on.
+func TestRejectedRequestsAreCountedNotDropped(t *testing.T) {
+	src := fixed(3, 64, 4)
+	src.reqs[1].InputLen, src.reqs[1].Prompt[0].Len = 5000, 5000
+	rec := newRec(t, true)
+	res, err := Run(Config{Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}, MaxConcurrency: 1}, src, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 2 || res.Rejected != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
+	if sum.Failed != 1 || sum.Completed != 2 {
+		t.Fatalf("summary completed %d failed %d", sum.Completed, sum.Failed)
+	}
+}
+
+func randomRun(t *testing.T, seed int64, check bool) ([]byte, Result) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 3))
+	spec := workload.DefaultRandomSpec()
+	spec.InputLen = 16 + rng.IntN(600)
+	spec.OutputLen = 1 + rng.IntN(100)
+	spec.RangeRatio = 0.5
+	spec.NumPrompts = 50 + rng.IntN(150)
+	spec.PrefixLen = rng.IntN(2) * rng.IntN(200)
+	if rng.IntN(2) == 0 {
+		spec.RequestRate = 5 + 50*rng.Float64()
+	}
+	src, err := workload.NewRandom(spec, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := engCfg()
+	ec.MaxNumSeqs = 1 + rng.IntN(64)
+	ec.MaxNumBatchedTokens = 64 + rng.IntN(1024)
+	ec.NumGPUBlocks = 40 + rng.IntN(400)
+	ec.MaxModelLen = 1500
+	cfg := Config{Engine: ec, Pricer: constPricer{step: 3 * time.Millisecond, perToken: 20 * time.Microsecond},
+		MaxConcurrency: rng.IntN(40), NumWarmups: rng.IntN(3), Seed: seed}
+	if check {
+		cfg.AfterStep = func(_ time.Duration, e *engine.Engine) {
+			if e.HeldBlocks()+e.FreeBlocks() != e.UsableBlocks() {
+				t.Fatalf("KV conservation broken: held %d free %d usable %d", e.HeldBlocks(), e.FreeBlocks(), e.UsableBlocks())
+			}
+		}
+	}
+	rec := newRec(t, true)
+	res, err := Run(cfg, src, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration, NumPrompts: spec.NumPrompts})
+	if int(res.Completed+res.Rejected) != spec.NumPrompts || sum.Completed+sum.Failed != spec.NumPrompts {
+		t.Fatalf("seed %d: %d completed + %d rejected != %d prompts", seed, res.Completed, res.Rejected, spec.NumPrompts)
+	}
+	for _, r := range sum.Requests {
+		if !r.Success {
+			continue
+		}
+		if r.OutputTokens <= 0 || len(r.ITLs) != r.OutputTokens-1 {
+			t.Fatalf("seed %d: request %d: %d tokens but %d gaps", seed, r.Index, r.OutputTokens, len(r.ITLs))
+		}
+		if r.TTFT <= 0 || r.Latency < r.TTFT {
+			t.Fatalf("seed %d: request %d causality: ttft %v latency %v", seed, r.Index, r.TTFT, r.Latency)
+		}
+	}
+	var buf bytes.Buffer
+	if err := metrics.WriteJSON(&buf, sum, true); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), res
+}
+
+// Random scenarios: every request ends once, KV blocks are conserved after
+// every step, tokens emitted equal output lengths, and the same seed gives
+// byte-identical JSON.
+func TestRandomisedScenariosInvariantsAndDeterminism(t *testing.T) {
+	for seed := int64(1); seed <= 25; seed++ {
+		a, _ := randomRun(t, seed, true)
+		b, _ := randomRun(t, seed, false)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("seed %d: outputs differ between identical runs", seed)
+		}
+	}
+}

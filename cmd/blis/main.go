@@ -1,0 +1,108 @@
+// Command blis is the BLIS command line: parse, build, run, write. The logic
+// lives in the packages; this file only wires them.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"blis/scenario"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exit codes: 0 ok, 1 failure, 2 bad input.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(normalizeArgs(args))
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "blis:", err)
+	var ue *usageError
+	if errors.As(err, &ue) || scenario.IsInputError(err) {
+		return 2
+	}
+	return 1
+}
+
+// usageError marks bad command-line input (unknown flag, bad value, wrong
+// arguments).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// normalizeArgs accepts vLLM's spellings pflag cannot express: the two-letter
+// short flag -tp (and -tp=N), and underscores in long flag names.
+func normalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		switch {
+		case a == "--":
+			out = append(out, args[len(out):]...)
+			return out
+		case a == "-tp":
+			a = "--tensor-parallel-size"
+		case strings.HasPrefix(a, "-tp="):
+			a = "--tensor-parallel-size=" + strings.TrimPrefix(a, "-tp=")
+		case strings.HasPrefix(a, "--"):
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			a = "--" + strings.ReplaceAll(name, "_", "-")
+			if hasVal {
+				a += "=" + val
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "blis",
+		Short:         "BLIS simulates vLLM / llm-d inference serving and predicts what a benchmark would measure",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newVersionCmd(stdout))
+	return root
+}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the BLIS version and build",
+		Args:  cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			fmt.Fprintln(stdout, "blis", buildVersion())
+		},
+	}
+}
+
+// bindSettings registers every scenario key as a flag, with vLLM's
+// --no-<name> spelling for booleans.
+func bindSettings(fs *pflag.FlagSet, s *scenario.Scenario) {
+	for _, st := range s.Settings() {
+		f := fs.VarPF(st.Value, st.Name, "", st.Usage)
+		if st.Value.Type() == "bool" {
+			f.NoOptDefVal = "true"
+		}
+		if st.Neg != nil {
+			nf := fs.VarPF(st.Neg, "no-"+st.Name, "", "turn off --"+st.Name)
+			nf.NoOptDefVal = "true"
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"blis/cluster"
+	"blis/metrics"
+	"blis/scenario"
+	"blis/workload"
+)
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	s := scenario.Defaults()
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "run [scenario.yaml]",
+		Short: "Simulate a vllm bench serve run against one vLLM replica",
+		Long: `Simulate what ` + "`vllm bench serve`" + ` would measure against one vLLM replica.
+
+With no scenario file, BLIS runs its embedded default: Llama-3.1-8B on one
+H100, random 1024-token prompts and 256-token outputs, 32 concurrent
+requests. Flags use the names of vllm serve and vllm bench serve and
+override the scenario file's keys, which use the same names.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return &usageError{fmt.Errorf("run takes at most one scenario file, got %d arguments: %s", len(args), strings.Join(args, " "))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, data := "default.yaml (embedded)", scenario.DefaultYAML
+			if len(args) == 1 {
+				file = args[0]
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return &scenario.InputError{File: file, Msg: "cannot read the scenario: " + errors.Unwrap(err).Error()}
+				}
+				data = b
+			}
+			fs := cmd.Flags()
+			changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
+			if err := s.ApplyYAML(file, data, changed); err != nil {
+				return err
+			}
+			return runScenario(s, dryRun, stdout, stderr)
+		},
+	}
+	bindSettings(cmd.Flags(), &s)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "resolve the deployment and print the memory plan without simulating")
+	return cmd
+}
+
+func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) error {
+	res, err := s.Resolve()
+	if err != nil {
+		return err
+	}
+	printStartup(stderr, res)
+	if dryRun {
+		return printPlan(stdout, res)
+	}
+	src, err := workload.NewRandom(res.Random, s.Seed)
+	if err != nil {
+		return &scenario.InputError{Msg: err.Error()}
+	}
+	metricNames := []string{}
+	for _, m := range strings.Split(s.PercentileMetrics, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			metricNames = append(metricNames, m)
+		}
+	}
+	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
+		Percentiles: s.MetricPercentiles, Metrics: metricNames, Detailed: s.SaveDetailed,
+	})
+	if err != nil {
+		return &scenario.InputError{Msg: err.Error()}
+	}
+	out, err := cluster.Run(cluster.Config{
+		Engine: res.Engine, Pricer: res.Pricer,
+		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
+	}, src, rec)
+	if err != nil {
+		return err
+	}
+	hit := 0.0
+	if out.Engine.PrefixQueries > 0 {
+		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
+	}
+	summary := rec.Summarize(metrics.SummaryInput{
+		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID, TokenizerID: res.Model.ID,
+		NumPrompts: s.NumPrompts, RequestRate: s.RequestRate, Burstiness: s.Burstiness,
+		MaxConcurrency:     s.MaxConcurrency,
+		GPUKVCacheTokens:   res.Memory.KVTokens,
+		NumPreemptions:     int(out.Engine.Preemptions),
+		PrefixCacheHitRate: hit,
+		Deployment:         deploymentOf(res, out),
+	})
+	w := bufio.NewWriter(stdout)
+	if err := metrics.WriteTable(w, summary); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if s.SaveResult || s.SaveDetailed {
+		path := resultPath(s, res.Model.ID)
+		if err := writeResult(path, summary, s.SaveDetailed); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Result written to %s\n", path)
+	}
+	return nil
+}
+
+func resultPath(s scenario.Scenario, model string) string {
+	name := s.ResultFilename
+	if name == "" {
+		base := model[strings.LastIndex(model, "/")+1:]
+		name = fmt.Sprintf("blis-%s-%s-tp%d.json", base, s.Hardware, s.TensorParallelSize)
+	}
+	if s.ResultDir != "" && !filepath.IsAbs(name) {
+		name = filepath.Join(s.ResultDir, name)
+	}
+	return name
+}
+
+func writeResult(path string, r *metrics.Result, detailed bool) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := metrics.WriteJSON(w, r, detailed); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// deployment is the resolved deployment as the result file reports it:
+// every vLLM default filled in, so a reader sees what was simulated.
+type deployment struct {
+	Model                     string  `json:"model"`
+	Hardware                  string  `json:"hardware"`
+	TensorParallelSize        int     `json:"tensor_parallel_size"`
+	MaxNumSeqs                int     `json:"max_num_seqs"`
+	MaxNumBatchedTokens       int     `json:"max_num_batched_tokens"`
+	MaxModelLen               int     `json:"max_model_len"`
+	BlockSize                 int     `json:"block_size"`
+	GPUMemoryUtilization      float64 `json:"gpu_memory_utilization"`
+	KVCacheDtype              string  `json:"kv_cache_dtype"`
+	Quantization              string  `json:"quantization"`
+	EnablePrefixCaching       bool    `json:"enable_prefix_caching"`
+	EnableChunkedPrefill      bool    `json:"enable_chunked_prefill"`
+	LongPrefillTokenThreshold int     `json:"long_prefill_token_threshold"`
+	EnforceEager              bool    `json:"enforce_eager"`
+	NumGPUBlocks              int     `json:"num_gpu_blocks"`
+	NumGPUBlocksOverridden    bool    `json:"num_gpu_blocks_overridden"`
+	StepModel                 string  `json:"step_model"`
+	NumWarmups                int     `json:"num_warmups"`
+	Seed                      int64   `json:"seed"`
+	RandomRangeStyle          string  `json:"random_range_style"`
+	RandomRangeRatio          float64 `json:"random_range_ratio"`
+	RandomPrefixLen           int     `json:"random_prefix_len"`
+	Steps                     int64   `json:"engine_steps"`
+	MeanStepMs                float64 `json:"mean_step_ms"`
+	StepComputeShare          float64 `json:"step_compute_share"`
+	StepMemoryShare           float64 `json:"step_memory_share"`
+	StepCommShare             float64 `json:"step_comm_share"`
+	StepHostShare             float64 `json:"step_host_share"`
+	Rejected                  int64   `json:"rejected"`
+}
+
+func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
+	d := deployment{
+		Model: r.Model.ID, Hardware: r.Chip.Name, TensorParallelSize: r.Deployment.TP,
+		MaxNumSeqs: r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
+		MaxModelLen: r.Engine.MaxModelLen, BlockSize: r.Engine.BlockSize,
+		GPUMemoryUtilization: r.Deployment.GPUMemoryUtilization, KVCacheDtype: r.Deployment.KVCacheDtype,
+		Quantization: r.Deployment.Quantization, EnablePrefixCaching: r.Engine.EnablePrefixCaching,
+		EnableChunkedPrefill: r.Engine.EnableChunkedPrefill, LongPrefillTokenThreshold: r.Engine.LongPrefillTokenThreshold,
+		EnforceEager: r.Deployment.EnforceEager, NumGPUBlocks: r.Memory.NumBlocks,
+		NumGPUBlocksOverridden: r.Memory.Overridden, StepModel: r.Pricer.Name(),
+		NumWarmups: r.Scenario.NumWarmups, Seed: r.Scenario.Seed,
+		RandomRangeStyle: r.Scenario.RandomRangeStyle, RandomRangeRatio: r.Scenario.RandomRangeRatio,
+		RandomPrefixLen: r.Scenario.RandomPrefixLen, Steps: out.TimedSteps, Rejected: out.Rejected,
+	}
+	if out.TimedSteps > 0 && out.StepTime.Total > 0 {
+		tot := float64(out.StepTime.Total)
+		d.MeanStepMs = tot / float64(out.TimedSteps) / 1e6
+		d.StepComputeShare = float64(out.StepTime.Compute) / tot
+		d.StepMemoryShare = float64(out.StepTime.Memory) / tot
+		d.StepCommShare = float64(out.StepTime.Comm) / tot
+		d.StepHostShare = float64(out.StepTime.Host) / tot
+	}
+	return d
+}
+
+const gib = float64(1 << 30)
+
+// printStartup writes vLLM's own start-up lines (vllm/v1/core/kv_cache_utils.py
+// logs these two) so a user can compare them with a server log.
+func printStartup(w io.Writer, r *scenario.Resolved) {
+	m := r.Memory
+	fmt.Fprintf(w, "INFO blis %s: %s on %d× %s (TP%d), step model %s\n", buildVersion(), r.Model.ID,
+		r.Deployment.TP, strings.ToUpper(r.Chip.Name), r.Deployment.TP, r.Pricer.Name())
+	fmt.Fprintf(w, "INFO GPU KV cache size: %s tokens\n", commas(m.KVTokens))
+	fmt.Fprintf(w, "INFO Maximum concurrency for %s tokens per request: %.2fx\n",
+		commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
+}
+
+func printPlan(w io.Writer, r *scenario.Resolved) error {
+	m := r.Memory
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "Deployment: %s on %s, TP %d, block size %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d\n",
+		r.Model.ID, r.Chip.Name, r.Deployment.TP, r.Engine.BlockSize, r.Engine.MaxModelLen, r.Engine.MaxNumSeqs, r.Engine.MaxNumBatchedTokens)
+	fmt.Fprintf(bw, "Memory per GPU (GiB):\n")
+	rows := []struct {
+		k string
+		v float64
+	}{
+		{"total", m.TotalBytes}, {"budget (gpu-memory-utilization)", m.BudgetBytes},
+		{"weights", m.WeightBytes}, {"activation peak", m.ActivationBytes},
+		{"CUDA graphs", m.CUDAGraphBytes}, {"non-torch", m.NonTorchBytes},
+		{"NCCL buffers", m.NCCLBytes}, {"KV cache", m.KVBytes},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(bw, "  %-34s %8.2f\n", row.k, row.v/gib)
+	}
+	fmt.Fprintf(bw, "KV bytes per token (per GPU): %.0f\n", m.KVBytesPerToken)
+	over := ""
+	if m.Overridden {
+		over = " (--num-gpu-blocks-override)"
+	}
+	fmt.Fprintf(bw, "KV pool: %d blocks, %s tokens%s\n", m.NumBlocks, commas(m.KVTokens), over)
+	fmt.Fprintf(bw, "Maximum concurrency for %s tokens per request: %.2fx\n",
+		commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
+	return bw.Flush()
+}
+
+func commas(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + commas(-n)
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

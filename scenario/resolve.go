@@ -1,0 +1,182 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"blis/catalog"
+	"blis/engine"
+	"blis/kernel"
+	"blis/workload"
+)
+
+// Resolved is a scenario bound to the catalog, with every vLLM default
+// filled in: what the simulator runs, and what the result file reports.
+type Resolved struct {
+	Scenario   Scenario
+	Model      *catalog.Model
+	Chip       *catalog.Chip
+	Deployment kernel.Deployment
+	Memory     kernel.MemoryPlan
+	Engine     engine.Config
+	Random     workload.RandomSpec
+	Pricer     kernel.Pricer
+}
+
+// vLLM's batch defaults for `vllm serve` (OPENAI_API_SERVER usage context),
+// vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (v0.10–v0.11): GPUs
+// with ≥ 70 GiB that are not A100s get the larger values.
+const (
+	bigGPUBytes           = 70 << 30
+	bigDefaultBatchTokens = 8192
+	bigDefaultMaxSeqs     = 1024
+	smallDefaultBatchTok  = 2048
+	smallDefaultMaxSeqs   = 256
+)
+
+func bad(key, value, msg string) error { return &InputError{Key: "--" + key, Value: value, Msg: msg} }
+
+// Resolve checks s and binds it to the catalog. Every error is an
+// *InputError naming the flag.
+func (s Scenario) Resolve() (*Resolved, error) {
+	r := &Resolved{Scenario: s}
+	var err error
+	if r.Model, err = catalog.LookupModel(s.Model); err != nil {
+		return nil, bad("model", s.Model, err.Error())
+	}
+	if r.Chip, err = catalog.LookupChip(s.Hardware); err != nil {
+		return nil, bad("hardware", s.Hardware, err.Error())
+	}
+	if err := s.checkRanges(); err != nil {
+		return nil, err
+	}
+
+	big := r.Chip.MemBytes >= bigGPUBytes && !strings.HasPrefix(r.Chip.Name, "a100")
+	mnbt, mns := s.MaxNumBatchedTokens, s.MaxNumSeqs
+	maxLen := s.MaxModelLen
+	if maxLen == 0 {
+		maxLen = r.Model.MaxPositions
+	}
+	if maxLen > r.Model.MaxPositions && r.Model.MaxPositions > 0 {
+		return nil, bad("max-model-len", fmt.Sprint(maxLen), fmt.Sprintf(
+			"larger than the model's max_position_embeddings %d", r.Model.MaxPositions))
+	}
+	if mnbt == 0 {
+		mnbt = smallDefaultBatchTok
+		if big {
+			mnbt = bigDefaultBatchTokens
+		}
+		if !s.EnableChunkedPrefill {
+			mnbt = max(mnbt, maxLen) // vLLM: without chunking a whole prompt must fit one step
+		}
+	}
+	if mns == 0 {
+		mns = smallDefaultMaxSeqs
+		if big {
+			mns = bigDefaultMaxSeqs
+		}
+		mns = min(mns, mnbt)
+	}
+
+	r.Deployment = kernel.Deployment{
+		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize,
+		Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
+		MaxNumBatchedTokens: mnbt, MaxNumSeqs: mns, MaxModelLen: maxLen,
+		BlockSize: s.BlockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
+		NumGPUBlocksOverride: s.NumGPUBlocksOverride, EnforceEager: s.EnforceEager,
+	}
+	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+	if r.Pricer, err = kernel.NewRoofline(r.Deployment); err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+	r.Engine = engine.Config{
+		MaxNumSeqs: mns, MaxNumBatchedTokens: mnbt,
+		LongPrefillTokenThreshold: s.LongPrefillTokenThreshold,
+		EnableChunkedPrefill:      s.EnableChunkedPrefill,
+		EnablePrefixCaching:       s.EnablePrefixCaching,
+		BlockSize:                 s.BlockSize,
+		NumGPUBlocks:              r.Memory.NumBlocks,
+		MaxModelLen:               maxLen,
+	}
+	if err := r.Engine.Validate(); err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+
+	r.Random = workload.RandomSpec{
+		InputLen: s.RandomInputLen, OutputLen: s.RandomOutputLen,
+		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
+		PrefixLen: s.RandomPrefixLen, NumPrompts: s.NumPrompts,
+		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
+	}
+	return r, nil
+}
+
+// checkRanges rejects values no deployment could have, naming the flag.
+func (s Scenario) checkRanges() error {
+	pos := []struct {
+		key string
+		v   int
+	}{
+		{"tensor-parallel-size", s.TensorParallelSize},
+		{"block-size", s.BlockSize},
+		{"num-prompts", s.NumPrompts},
+		{"random-input-len", s.RandomInputLen},
+		{"random-output-len", s.RandomOutputLen},
+	}
+	for _, p := range pos {
+		if p.v < 1 {
+			return bad(p.key, fmt.Sprint(p.v), "must be ≥ 1")
+		}
+	}
+	nonNeg := []struct {
+		key string
+		v   int
+	}{
+		{"max-num-seqs", s.MaxNumSeqs},
+		{"max-num-batched-tokens", s.MaxNumBatchedTokens},
+		{"max-model-len", s.MaxModelLen},
+		{"num-gpu-blocks-override", s.NumGPUBlocksOverride},
+		{"long-prefill-token-threshold", s.LongPrefillTokenThreshold},
+		{"random-prefix-len", s.RandomPrefixLen},
+		{"max-concurrency", s.MaxConcurrency},
+		{"num-warmups", s.NumWarmups},
+	}
+	for _, p := range nonNeg {
+		if p.v < 0 {
+			return bad(p.key, fmt.Sprint(p.v), "must be ≥ 0 (0 means vLLM's default or off)")
+		}
+	}
+	if !(s.GPUMemoryUtilization > 0 && s.GPUMemoryUtilization <= 1) {
+		return bad("gpu-memory-utilization", fmt.Sprint(s.GPUMemoryUtilization), "must be in (0, 1]")
+	}
+	if !(s.RequestRate > 0) {
+		return bad("request-rate", fmt.Sprint(s.RequestRate), "must be > 0 requests/s, or inf")
+	}
+	if !(s.Burstiness > 0) {
+		return bad("burstiness", fmt.Sprint(s.Burstiness), "must be > 0")
+	}
+	if s.DatasetName != "random" {
+		return bad("dataset-name", s.DatasetName, "supported: random")
+	}
+	switch s.BlockSize {
+	case 1, 8, 16, 32, 64, 128, 256:
+	default:
+		return bad("block-size", fmt.Sprint(s.BlockSize), "vLLM allows 1, 8, 16, 32, 64, 128 or 256")
+	}
+	for _, p := range s.MetricPercentiles {
+		if !(p > 0 && p < 100) && p != 100 {
+			return bad("metric-percentiles", fmt.Sprint(p), "each percentile must be in (0, 100]")
+		}
+	}
+	for _, m := range strings.Split(s.PercentileMetrics, ",") {
+		switch strings.TrimSpace(m) {
+		case "ttft", "tpot", "itl", "e2el", "":
+		default:
+			return bad("percentile-metrics", m, "allowed: ttft, tpot, itl, e2el")
+		}
+	}
+	return nil
+}

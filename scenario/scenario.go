@@ -1,0 +1,312 @@
+// Package scenario is one simulated experiment as a serving engineer states
+// it: the `vllm serve` arguments of the deployment, the `vllm bench serve`
+// arguments of the load, and where results go. The same keys work as
+// command-line flags and as YAML keys, so a user pastes what they ran.
+// Resolve turns a scenario into the catalog entries and the engine, kernel,
+// workload and client settings the simulator needs.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Scenario holds every setting. Zero values of the "0 = vLLM's default"
+// fields are resolved in Resolve, because vLLM's defaults depend on the chip
+// and the model.
+type Scenario struct {
+	// vllm serve
+	Model                     string
+	Hardware                  string
+	TensorParallelSize        int
+	MaxNumSeqs                int // 0 = vLLM's default for the chip
+	MaxNumBatchedTokens       int // 0 = vLLM's default for the chip
+	GPUMemoryUtilization      float64
+	MaxModelLen               int // 0 = the model's max_position_embeddings
+	BlockSize                 int
+	KVCacheDtype              string
+	Quantization              string
+	NumGPUBlocksOverride      int
+	EnablePrefixCaching       bool
+	EnableChunkedPrefill      bool
+	LongPrefillTokenThreshold int
+	EnforceEager              bool
+
+	// vllm bench serve
+	DatasetName       string
+	RandomInputLen    int
+	RandomOutputLen   int
+	RandomRangeRatio  float64
+	RandomRangeStyle  string
+	RandomPrefixLen   int
+	NumPrompts        int
+	MaxConcurrency    int // 0 = no cap
+	RequestRate       float64
+	Burstiness        float64
+	NumWarmups        int
+	Seed              int64
+	MetricPercentiles []float64
+	PercentileMetrics string
+
+	// output
+	SaveResult     bool
+	SaveDetailed   bool
+	ResultDir      string
+	ResultFilename string
+}
+
+// Defaults returns vLLM's own defaults (vllm serve / vllm bench serve as of
+// v0.11), which apply to every key a scenario leaves out.
+func Defaults() Scenario {
+	return Scenario{
+		Model:                "meta-llama/Llama-3.1-8B",
+		Hardware:             "h100",
+		TensorParallelSize:   1,
+		GPUMemoryUtilization: 0.9,
+		BlockSize:            16,
+		KVCacheDtype:         "auto",
+		EnablePrefixCaching:  true,
+		EnableChunkedPrefill: true,
+
+		DatasetName:       "random",
+		RandomInputLen:    1024,
+		RandomOutputLen:   128,
+		RandomRangeStyle:  "current",
+		NumPrompts:        1000,
+		RequestRate:       math.Inf(1),
+		Burstiness:        1,
+		MetricPercentiles: []float64{50, 90, 95, 99},
+		PercentileMetrics: "ttft,tpot,itl,e2el",
+	}
+}
+
+// Value is a settable setting; it is github.com/spf13/pflag's Value.
+type Value interface {
+	String() string
+	Set(string) error
+	Type() string
+}
+
+// Setting is one key: its flag / YAML name, its help text, where it is stored.
+type Setting struct {
+	Name  string
+	Usage string
+	Group string // "serve", "bench" or "output"
+	Value Value
+	// Neg is the --no-<name> spelling of a boolean setting ("" if none).
+	Neg Value
+}
+
+// Settings lists every key of s, bound to s's fields, in help order.
+func (s *Scenario) Settings() []Setting {
+	b := func(p *bool) (Value, Value) { return boolValue{p: p}, boolValue{p: p, neg: true} }
+	pc, pcNeg := b(&s.EnablePrefixCaching)
+	cp, cpNeg := b(&s.EnableChunkedPrefill)
+	ee, eeNeg := b(&s.EnforceEager)
+	sr, _ := b(&s.SaveResult)
+	sd, _ := b(&s.SaveDetailed)
+	return []Setting{
+		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (case-insensitive) or short alias, e.g. meta-llama/Llama-3.1-70B, qwen3-32b"},
+		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: h100, h200, a100, b200 (h100_sxm style accepted)"},
+		{Name: "tensor-parallel-size", Group: "serve", Value: intValue{&s.TensorParallelSize}, Usage: "GPUs per replica (tensor parallelism); -tp works too"},
+		{Name: "max-num-seqs", Group: "serve", Value: intValue{&s.MaxNumSeqs}, Usage: "max running requests per step (0 = vLLM's default for the chip: 1024 on ≥70 GiB non-A100 GPUs, else 256)"},
+		{Name: "max-num-batched-tokens", Group: "serve", Value: intValue{&s.MaxNumBatchedTokens}, Usage: "token budget per step (0 = vLLM's default: 8192 on ≥70 GiB non-A100 GPUs, else 2048)"},
+		{Name: "gpu-memory-utilization", Group: "serve", Value: floatValue{&s.GPUMemoryUtilization}, Usage: "fraction of GPU memory vLLM may use"},
+		{Name: "max-model-len", Group: "serve", Value: intValue{&s.MaxModelLen}, Usage: "max prompt+output tokens per request (0 = the model's max_position_embeddings)"},
+		{Name: "block-size", Group: "serve", Value: intValue{&s.BlockSize}, Usage: "KV cache block size in tokens"},
+		{Name: "kv-cache-dtype", Group: "serve", Value: stringValue{&s.KVCacheDtype}, Usage: "auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2"},
+		{Name: "quantization", Group: "serve", Value: stringValue{&s.Quantization}, Usage: "weight quantization: empty (the checkpoint's own) or fp8"},
+		{Name: "num-gpu-blocks-override", Group: "serve", Value: intValue{&s.NumGPUBlocksOverride}, Usage: "set the KV pool to exactly this many blocks (0 = size it from memory)"},
+		{Name: "enable-prefix-caching", Group: "serve", Value: pc, Neg: pcNeg, Usage: "automatic prefix caching (--no-enable-prefix-caching turns it off)"},
+		{Name: "enable-chunked-prefill", Group: "serve", Value: cp, Neg: cpNeg, Usage: "chunked prefill (--no-enable-chunked-prefill turns it off)"},
+		{Name: "long-prefill-token-threshold", Group: "serve", Value: intValue{&s.LongPrefillTokenThreshold}, Usage: "cap on one request's prefill tokens per step (0 = off)"},
+		{Name: "enforce-eager", Group: "serve", Value: ee, Neg: eeNeg, Usage: "no CUDA graphs"},
+
+		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: random"},
+		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},
+		{Name: "random-output-len", Group: "bench", Value: intValue{&s.RandomOutputLen}, Usage: "mean output tokens (random dataset); honoured exactly, as with --ignore-eos"},
+		{Name: "random-range-ratio", Group: "bench", Value: floatValue{&s.RandomRangeRatio}, Usage: "length spread: uniform in [L(1-r), L(1+r)] (current) or [L·r, L] (legacy)"},
+		{Name: "random-range-style", Group: "bench", Value: stringValue{&s.RandomRangeStyle}, Usage: "current (vllm bench today) or legacy (old benchmark_serving.py, InferenceX's client)"},
+		{Name: "random-prefix-len", Group: "bench", Value: intValue{&s.RandomPrefixLen}, Usage: "tokens of a prefix shared by every prompt"},
+		{Name: "num-prompts", Group: "bench", Value: intValue{&s.NumPrompts}, Usage: "requests in the timed run"},
+		{Name: "max-concurrency", Group: "bench", Value: intValue{&s.MaxConcurrency}, Usage: "max requests in flight (0 = no cap)"},
+		{Name: "request-rate", Group: "bench", Value: rateValue{&s.RequestRate}, Usage: "requests per second, or inf to release all at once"},
+		{Name: "burstiness", Group: "bench", Value: floatValue{&s.Burstiness}, Usage: "gamma shape of inter-arrival times (1 = Poisson)"},
+		{Name: "num-warmups", Group: "bench", Value: intValue{&s.NumWarmups}, Usage: "warm-up requests (copies of the first prompt) before the timed run"},
+		{Name: "seed", Group: "bench", Value: int64Value{&s.Seed}, Usage: "random seed: same seed, same output, byte for byte"},
+		{Name: "metric-percentiles", Group: "bench", Value: floatListValue{&s.MetricPercentiles}, Usage: "comma-separated percentiles to report"},
+		{Name: "percentile-metrics", Group: "bench", Value: stringValue{&s.PercentileMetrics}, Usage: "comma-separated metrics printed with percentiles: ttft,tpot,itl,e2el"},
+
+		{Name: "save-result", Group: "output", Value: sr, Usage: "write the vLLM bench result JSON"},
+		{Name: "save-detailed", Group: "output", Value: sd, Usage: "add per-request arrays to the result JSON"},
+		{Name: "result-dir", Group: "output", Value: stringValue{&s.ResultDir}, Usage: "directory of the result JSON"},
+		{Name: "result-filename", Group: "output", Value: stringValue{&s.ResultFilename}, Usage: "name of the result JSON (default: blis-<model>-<hardware>-tp<N>.json)"},
+	}
+}
+
+// InputError is bad user input: which file and line (if any), which key,
+// the value, and what is allowed. The CLI exits 2 on it.
+type InputError struct {
+	File  string
+	Line  int
+	Key   string
+	Value string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, "%s", e.Key)
+		if e.Value != "" {
+			fmt.Fprintf(&b, " %q", e.Value)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// IsInputError reports whether err is (or wraps) bad input.
+func IsInputError(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie)
+}
+
+// ApplyYAML sets s from a scenario file's bytes. Keys are the flag names
+// (underscores are accepted for dashes, as vLLM accepts them); skip reports
+// keys to leave alone because the command line already set them. Unknown
+// keys, non-scalar values and unparsable values are errors naming the file,
+// the line and the key.
+func (s *Scenario) ApplyYAML(file string, data []byte, skip func(name string) bool) error {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if err.Error() == "EOF" {
+			return nil // empty file: all defaults
+		}
+		return &InputError{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return &InputError{File: file, Line: root.Line, Msg: "a scenario is a mapping of keys to values (key: value lines)"}
+	}
+	settings := s.Settings()
+	byName := make(map[string]Setting, len(settings))
+	names := make([]string, 0, len(settings))
+	for _, st := range settings {
+		byName[st.Name] = st
+		names = append(names, st.Name)
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		name := strings.ReplaceAll(k.Value, "_", "-")
+		st, ok := byName[name]
+		if !ok {
+			return &InputError{File: file, Line: k.Line, Key: k.Value, Msg: "unknown key" + suggest(name, names)}
+		}
+		if prev, dup := seen[name]; dup {
+			return &InputError{File: file, Line: k.Line, Key: k.Value, Msg: fmt.Sprintf("given twice (first on line %d)", prev)}
+		}
+		seen[name] = k.Line
+		if skip != nil && skip(name) {
+			continue
+		}
+		raw, err := scalarText(v)
+		if err != nil {
+			return &InputError{File: file, Line: v.Line, Key: name, Msg: err.Error()}
+		}
+		if err := st.Value.Set(raw); err != nil {
+			return &InputError{File: file, Line: v.Line, Key: name, Value: raw, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// scalarText returns a scalar's text; a sequence of scalars becomes a comma
+// list (for metric-percentiles: [50, 90, 99]).
+func scalarText(v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		if v.Tag == "!!null" {
+			return "", errors.New("has no value")
+		}
+		return v.Value, nil
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(v.Content))
+		for _, c := range v.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "", errors.New("a list may hold only plain values")
+			}
+			parts = append(parts, c.Value)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", errors.New("must be a plain value, not a mapping")
+}
+
+// suggest names the closest known keys, or lists them all.
+func suggest(name string, known []string) string {
+	type cand struct {
+		n string
+		d int
+	}
+	var cs []cand
+	for _, k := range known {
+		d := editDistance(name, k)
+		if d <= max(2, len(name)/3) || strings.Contains(k, name) || strings.Contains(name, k) {
+			cs = append(cs, cand{k, d})
+		}
+	}
+	if len(cs) == 0 {
+		return "; allowed keys: " + strings.Join(known, ", ")
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
+		}
+		return cs[i].n < cs[j].n
+	})
+	out := make([]string, 0, 3)
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, cs[i].n)
+	}
+	return "; did you mean " + strings.Join(out, ", ") + "?"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
