@@ -23,10 +23,26 @@ type Model struct {
 	TieEmbeddings    bool
 	MaxPositions     int // max_position_embeddings (vLLM's default max-model-len)
 
-	// Weight dtype of the checkpoint: "bfloat16", "float16", "fp8", "fp4", "int4", ...
+	// Weight dtype of the checkpoint: "bfloat16", "float16", "fp8", "mxfp4", "nvfp4", "int4".
 	WeightDtype string
 	// WeightBytesPerParam for the checkpoint's GEMM weights (2 for bf16, 1 for fp8, 0.5 for fp4/int4).
+	// It is the routed experts' value for MoE models; see the next two fields
+	// for the layers a quantization config leaves in Dtype. Block and group
+	// scales are included (fp8 with 128×128 blocks: 1 + 4/16384).
 	WeightBytesPerParam float64
+	// AttnWeightBytesPerParam is for the attention projections (Dtype's size
+	// when the quantization config excludes them, as gpt-oss's mxfp4 does).
+	AttnWeightBytesPerParam float64
+	// DenseWeightBytesPerParam is for dense-MLP layers and shared experts.
+	DenseWeightBytesPerParam float64
+	// QuantMethod is the checkpoint's quantization scheme ("" when none):
+	// "fp8", "mxfp4", "modelopt", "compressed-tensors".
+	QuantMethod string
+	// Dtype is the unquantized tensors' dtype (torch_dtype / dtype:
+	// "bfloat16", "float16"): embeddings, norms, LM head, activations, and
+	// the KV cache with --kv-cache-dtype auto. DtypeBytes is its size.
+	Dtype      string
+	DtypeBytes float64
 
 	// Mixture of experts (zero values for dense models).
 	NumExperts          int // routed experts
@@ -35,6 +51,15 @@ type Model struct {
 	NumSharedExperts    int
 	FirstDenseLayers    int // first_k_dense_replace: leading layers with a dense MLP
 	MoELayerFreq        int // every Nth layer is MoE (1 = all, after FirstDenseLayers)
+	// SharedExpertIntermediateSize is one shared expert's intermediate size
+	// (moe_intermediate_size for DeepSeek, shared_expert_intermediate_size
+	// for Qwen-MoE).
+	SharedExpertIntermediateSize int
+	// NumMoELayers is how many layers route to experts, counted with the
+	// family's own rule (DeepSeek: i ≥ first_k_dense_replace and
+	// i % moe_layer_freq == 0; Qwen-MoE: (i+1) % decoder_sparse_step == 0
+	// and i not in mlp_only_layers; Mixtral, gpt-oss, MiniMax: every layer).
+	NumMoELayers int
 
 	// Multi-head latent attention (DeepSeek-style); KVLoraRank > 0 means MLA.
 	KVLoraRank    int
@@ -55,6 +80,9 @@ func (m *Model) IsMoE() bool { return m.NumExperts > 0 }
 // IsMLA reports whether the model uses multi-head latent attention.
 func (m *Model) IsMLA() bool { return m.KVLoraRank > 0 }
 
+// NumDenseLayers is the number of layers with a dense MLP.
+func (m *Model) NumDenseLayers() int { return m.NumLayers - m.NumMoELayers }
+
 // Chip is one accelerator with the numbers the roofline needs. Every number
 // has its source in the embedded YAML file it is read from.
 type Chip struct {
@@ -73,5 +101,37 @@ type Chip struct {
 	PCIeBW      float64 // bytes/s one direction
 	GPUsPerNode int
 
+	// VisibleMemBytes is the total the CUDA driver reports
+	// (torch.cuda.mem_get_info()[1]), which vLLM multiplies by
+	// --gpu-memory-utilization. It is a little under MemBytes.
+	VisibleMemBytes float64
+	// MemBWEfficiency is the fraction of MemBW that streaming kernels reach.
+	MemBWEfficiency float64
+	// P2PLatency is the fixed cost of one collective step, seconds.
+	P2PLatency float64
+	// NCCLMemBytes is the memory NCCL and custom all-reduce buffers take
+	// per GPU, by tensor-parallel size (use NCCLBytes to look it up).
+	NCCLMemBytes map[int]float64
+	Description  string
+
 	Sources map[string]string // field name → where the number comes from
+}
+
+// NCCLBytes is the communication-buffer memory per GPU for a tensor-parallel
+// group of tp GPUs: the entry for tp, else the one for the largest smaller
+// size listed, 0 for tp ≤ 1.
+func (c *Chip) NCCLBytes(tp int) float64 {
+	if tp <= 1 {
+		return 0
+	}
+	if v, ok := c.NCCLMemBytes[tp]; ok {
+		return v
+	}
+	best, bestTP := 0.0, 0
+	for k, v := range c.NCCLMemBytes {
+		if k <= tp && k > bestTP {
+			best, bestTP = v, k
+		}
+	}
+	return best
 }

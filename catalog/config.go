@@ -1,0 +1,750 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// maxConfigInt bounds every integer read from a config.json, so that the
+// products the kernel forms from them stay exact in float64.
+const maxConfigInt = 1<<31 - 1
+
+// ParseConfig reads a Hugging Face config.json into a Model. name is the
+// file's path, used in every error together with the offending key. The
+// identity fields (ID, Aliases, Source) are left for the caller.
+//
+// Only architectures the kernel can price honestly are accepted: dense
+// GQA/MHA, mixture of experts (Mixtral, Qwen-MoE, DeepSeek, gpt-oss,
+// MiniMax key conventions), multi-head latent attention and sliding-window
+// layers. Multimodal wrappers (a nested text_config) and layer types other
+// than full and sliding attention (linear attention, ...) are errors.
+func ParseConfig(name string, data []byte) (*Model, error) {
+	obj, err := decodeObject(name, data)
+	if err != nil {
+		return nil, err
+	}
+	c := cfg{file: name, m: obj}
+	m := &Model{}
+	if err := c.parse(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ParseHFQuantConfig applies a ModelOpt hf_quant_config.json (the file
+// NVIDIA's checkpoints carry beside config.json) to m. A quantization_config
+// inside config.json takes precedence; then this file is ignored.
+func ParseHFQuantConfig(m *Model, name string, data []byte) error {
+	obj, err := decodeObject(name, data)
+	if err != nil {
+		return err
+	}
+	c := cfg{file: name, m: obj}
+	if m.QuantMethod != "" {
+		return nil
+	}
+	q, ok, err := c.object("quantization")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.errf("quantization", "missing: a ModelOpt hf_quant_config.json has a quantization object")
+	}
+	return q.applyModelOpt(m, "exclude_modules")
+}
+
+func decodeObject(name string, data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: not valid JSON: %v", name, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: trailing data after the JSON object", name)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: top level is %s, want a JSON object", name, jsonKind(v))
+	}
+	return obj, nil
+}
+
+// cfg is one JSON object of a config file with typed, strict accessors.
+// A key whose value is null counts as absent.
+type cfg struct {
+	file   string
+	prefix string // "quantization_config." for nested objects
+	m      map[string]any
+}
+
+func (c cfg) errf(key, format string, args ...any) error {
+	return fmt.Errorf("%s: key %q: %s", c.file, c.prefix+key, fmt.Sprintf(format, args...))
+}
+
+func (c cfg) get(key string) (any, bool) {
+	v, ok := c.m[key]
+	if !ok || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (c cfg) asInt(key string, v any) (int, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, c.errf(key, "is %s, want an integer", jsonKind(v))
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0, c.errf(key, "%s is not an integer", n.String())
+	}
+	if i < 0 || i > maxConfigInt {
+		return 0, c.errf(key, "%d is out of range [0, %d]", i, maxConfigInt)
+	}
+	return int(i), nil
+}
+
+// int returns the key's integer value; ok is false when absent or null.
+func (c cfg) int(key string) (v int, ok bool, err error) {
+	raw, ok := c.get(key)
+	if !ok {
+		return 0, false, nil
+	}
+	v, err = c.asInt(key, raw)
+	return v, err == nil, err
+}
+
+// posInt requires the key and a value ≥ 1.
+func (c cfg) posInt(key string) (int, error) {
+	v, ok, err := c.int(key)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, c.errf(key, "missing")
+	}
+	if v < 1 {
+		return 0, c.errf(key, "is %d, want ≥ 1", v)
+	}
+	return v, nil
+}
+
+func (c cfg) str(key string) (string, bool, error) {
+	raw, ok := c.get(key)
+	if !ok {
+		return "", false, nil
+	}
+	s, isStr := raw.(string)
+	if !isStr {
+		return "", false, c.errf(key, "is %s, want a string", jsonKind(raw))
+	}
+	return s, true, nil
+}
+
+func (c cfg) bool(key string) (bool, bool, error) {
+	raw, ok := c.get(key)
+	if !ok {
+		return false, false, nil
+	}
+	b, isBool := raw.(bool)
+	if !isBool {
+		return false, false, c.errf(key, "is %s, want true or false", jsonKind(raw))
+	}
+	return b, true, nil
+}
+
+func (c cfg) list(key string) ([]any, bool, error) {
+	raw, ok := c.get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	l, isList := raw.([]any)
+	if !isList {
+		return nil, false, c.errf(key, "is %s, want a list", jsonKind(raw))
+	}
+	return l, true, nil
+}
+
+func (c cfg) strList(key string) ([]string, bool, error) {
+	l, ok, err := c.list(key)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	out := make([]string, len(l))
+	for i, v := range l {
+		s, isStr := v.(string)
+		if !isStr {
+			return nil, false, c.errf(key, "item %d is %s, want a string", i, jsonKind(v))
+		}
+		out[i] = s
+	}
+	return out, true, nil
+}
+
+func (c cfg) intList(key string) ([]int, bool, error) {
+	l, ok, err := c.list(key)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	out := make([]int, len(l))
+	for i, v := range l {
+		n, err := c.asInt(fmt.Sprintf("%s[%d]", key, i), v)
+		if err != nil {
+			return nil, false, err
+		}
+		out[i] = n
+	}
+	return out, true, nil
+}
+
+func (c cfg) object(key string) (cfg, bool, error) {
+	raw, ok := c.get(key)
+	if !ok {
+		return cfg{}, false, nil
+	}
+	o, isObj := raw.(map[string]any)
+	if !isObj {
+		return cfg{}, false, c.errf(key, "is %s, want an object", jsonKind(raw))
+	}
+	return cfg{file: c.file, prefix: c.prefix + key + ".", m: o}, true, nil
+}
+
+// firstInt reads the first present key of an alias group; keys that are all
+// present must agree (gpt-oss spells top-k two ways).
+func (c cfg) firstInt(keys ...string) (v int, key string, ok bool, err error) {
+	for _, k := range keys {
+		x, present, err := c.int(k)
+		if err != nil {
+			return 0, "", false, err
+		}
+		if !present {
+			continue
+		}
+		if ok && x != v {
+			return 0, "", false, c.errf(k, "is %d but %q is %d", x, c.prefix+key, v)
+		}
+		if !ok {
+			v, key, ok = x, k, true
+		}
+	}
+	return v, key, ok, nil
+}
+
+// dtypeBytes maps the dtypes a config may name to their size. vLLM's
+// --dtype auto serves float32 checkpoints in bfloat16 (vllm/config/model.py
+// _resolve_auto_dtype), so they are recorded as bfloat16.
+func normDtype(s string) (string, float64, bool) {
+	switch s {
+	case "bfloat16":
+		return "bfloat16", 2, true
+	case "float16", "half":
+		return "float16", 2, true
+	case "float32", "float":
+		return "bfloat16", 2, true
+	}
+	return "", 0, false
+}
+
+func (c cfg) parse(m *Model) error {
+	if _, nested := c.get("text_config"); nested {
+		if _, top := c.get("num_hidden_layers"); !top {
+			return c.errf("text_config", "nested text_config (a multimodal wrapper) is not supported; only text-only decoder configs are")
+		}
+	}
+	archs, ok, err := c.strList("architectures")
+	if err != nil {
+		return err
+	}
+	if !ok || len(archs) == 0 {
+		return c.errf("architectures", "missing or empty")
+	}
+	m.Architecture = archs[0]
+	if m.ModelType, ok, err = c.str("model_type"); err != nil {
+		return err
+	} else if !ok || m.ModelType == "" {
+		return c.errf("model_type", "missing")
+	}
+
+	if m.NumLayers, err = c.posInt("num_hidden_layers"); err != nil {
+		return err
+	}
+	if m.HiddenSize, err = c.posInt("hidden_size"); err != nil {
+		return err
+	}
+	if m.NumHeads, err = c.posInt("num_attention_heads"); err != nil {
+		return err
+	}
+	if m.VocabSize, err = c.posInt("vocab_size"); err != nil {
+		return err
+	}
+	if m.MaxPositions, err = c.posInt("max_position_embeddings"); err != nil {
+		return err
+	}
+	if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
+		return err
+	}
+	if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
+		return err
+	}
+
+	// Dtype: torch_dtype (transformers < 4.56) or dtype; absent means
+	// float32 to transformers, which vLLM serves as bfloat16.
+	m.Dtype, m.DtypeBytes = "bfloat16", 2
+	for _, k := range []string{"torch_dtype", "dtype"} {
+		s, ok, err := c.str(k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		d, b, known := normDtype(s)
+		if !known {
+			return c.errf(k, "unsupported dtype %q (allowed: bfloat16, float16, float32)", s)
+		}
+		m.Dtype, m.DtypeBytes = d, b
+		break
+	}
+	m.WeightDtype = m.Dtype
+	m.WeightBytesPerParam = m.DtypeBytes
+	m.AttnWeightBytesPerParam = m.DtypeBytes
+	m.DenseWeightBytesPerParam = m.DtypeBytes
+
+	if err := c.parseAttention(m); err != nil {
+		return err
+	}
+	if err := c.parseMoE(m); err != nil {
+		return err
+	}
+	if err := c.parseSliding(m); err != nil {
+		return err
+	}
+	if q, ok, err := c.object("quantization_config"); err != nil {
+		return err
+	} else if ok {
+		if err := q.applyQuantization(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c cfg) parseAttention(m *Model) error {
+	kvLora, mla, err := c.int("kv_lora_rank")
+	if err != nil {
+		return err
+	}
+	if mla && kvLora > 0 {
+		m.KVLoraRank = kvLora
+		if m.QLoraRank, _, err = c.int("q_lora_rank"); err != nil { // null for V2-Lite
+			return err
+		}
+		if m.QKRopeHeadDim, err = c.posInt("qk_rope_head_dim"); err != nil {
+			return err
+		}
+		if m.QKNopeHeadDim, err = c.posInt("qk_nope_head_dim"); err != nil {
+			return err
+		}
+		if m.VHeadDim, err = c.posInt("v_head_dim"); err != nil {
+			return err
+		}
+		// The cache holds one latent vector per token shared by all heads.
+		m.NumKVHeads = 1
+		m.HeadDim = m.QKNopeHeadDim + m.QKRopeHeadDim
+		return nil
+	}
+	kv, ok, err := c.int("num_key_value_heads")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		kv = m.NumHeads // MHA (Llama-2-7b style configs omit it)
+	}
+	if kv < 1 {
+		return c.errf("num_key_value_heads", "is %d, want ≥ 1", kv)
+	}
+	if m.NumHeads%kv != 0 {
+		return c.errf("num_key_value_heads", "%d does not divide num_attention_heads %d", kv, m.NumHeads)
+	}
+	m.NumKVHeads = kv
+	hd, ok, err := c.int("head_dim")
+	if err != nil {
+		return err
+	}
+	if ok {
+		if hd < 1 {
+			return c.errf("head_dim", "is %d, want ≥ 1", hd)
+		}
+		m.HeadDim = hd
+		return nil
+	}
+	if m.HiddenSize%m.NumHeads != 0 {
+		return c.errf("head_dim", "missing, and hidden_size %d is not a multiple of num_attention_heads %d", m.HiddenSize, m.NumHeads)
+	}
+	m.HeadDim = m.HiddenSize / m.NumHeads
+	return nil
+}
+
+func (c cfg) parseMoE(m *Model) error {
+	experts, ekey, ok, err := c.firstInt("n_routed_experts", "num_local_experts", "num_experts")
+	if err != nil {
+		return err
+	}
+	if !ok || experts == 0 {
+		return nil // dense
+	}
+	m.NumExperts = experts
+	topk, tkey, ok, err := c.firstInt("num_experts_per_tok", "experts_per_token")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.errf("num_experts_per_tok", "missing for a model with %s = %d", ekey, experts)
+	}
+	if topk < 1 || topk > experts {
+		return c.errf(tkey, "is %d, want 1..%d (%s)", topk, experts, ekey)
+	}
+	m.ExpertsPerToken = topk
+	// Per-expert size: moe_intermediate_size where the family has a dense
+	// intermediate_size too (DeepSeek, Qwen-MoE); else intermediate_size is
+	// the expert's (Mixtral, gpt-oss, MiniMax).
+	if v, ok, err := c.int("moe_intermediate_size"); err != nil {
+		return err
+	} else if ok {
+		if v < 1 {
+			return c.errf("moe_intermediate_size", "is %d, want ≥ 1", v)
+		}
+		m.MoEIntermediateSize = v
+	} else {
+		m.MoEIntermediateSize = m.IntermediateSize
+	}
+
+	// Shared experts.
+	if n, ok, err := c.int("n_shared_experts"); err != nil {
+		return err
+	} else if ok && n > 0 {
+		m.NumSharedExperts, m.SharedExpertIntermediateSize = n, m.MoEIntermediateSize
+	}
+	for _, k := range []string{"shared_expert_intermediate_size", "shared_intermediate_size"} {
+		v, ok, err := c.int(k)
+		if err != nil {
+			return err
+		}
+		if ok && v > 0 {
+			if m.NumSharedExperts > 0 {
+				return c.errf(k, "given together with n_shared_experts")
+			}
+			m.NumSharedExperts, m.SharedExpertIntermediateSize = 1, v
+		}
+	}
+
+	// Which layers are MoE.
+	L := m.NumLayers
+	fk, hasFK, err := c.int("first_k_dense_replace")
+	if err != nil {
+		return err
+	}
+	freq, hasFreq, err := c.int("moe_layer_freq")
+	if err != nil {
+		return err
+	}
+	step, hasStep, err := c.int("decoder_sparse_step")
+	if err != nil {
+		return err
+	}
+	switch {
+	case hasFK || hasFreq: // DeepSeek-V2/V3 rule
+		if !hasFreq {
+			freq = 1
+		}
+		if freq < 1 {
+			return c.errf("moe_layer_freq", "is %d, want ≥ 1", freq)
+		}
+		if fk > L {
+			return c.errf("first_k_dense_replace", "%d exceeds num_hidden_layers %d", fk, L)
+		}
+		m.FirstDenseLayers, m.MoELayerFreq = fk, freq
+		for i := fk; i < L; i++ {
+			if i%freq == 0 {
+				m.NumMoELayers++
+			}
+		}
+	case hasStep: // Qwen2/3-MoE rule
+		if step < 1 {
+			return c.errf("decoder_sparse_step", "is %d, want ≥ 1", step)
+		}
+		only, _, err := c.intList("mlp_only_layers")
+		if err != nil {
+			return err
+		}
+		dense := make(map[int]bool, len(only))
+		for _, i := range only {
+			if i >= L {
+				return c.errf("mlp_only_layers", "layer %d ≥ num_hidden_layers %d", i, L)
+			}
+			dense[i] = true
+		}
+		m.MoELayerFreq = step
+		for i := 0; i < L; i++ {
+			if !dense[i] && (i+1)%step == 0 {
+				m.NumMoELayers++
+			}
+		}
+	default: // Mixtral, gpt-oss, MiniMax: every layer
+		m.MoELayerFreq = 1
+		m.NumMoELayers = L
+	}
+	if m.NumMoELayers == 0 {
+		return c.errf(ekey, "is %d but no layer is a MoE layer", experts)
+	}
+	return nil
+}
+
+func (c cfg) parseSliding(m *Model) error {
+	win, hasWin, err := c.int("sliding_window")
+	if err != nil {
+		return err
+	}
+	types, hasTypes, err := c.strList("layer_types")
+	if err != nil {
+		return err
+	}
+	n := 0
+	switch {
+	case hasTypes:
+		if len(types) != m.NumLayers {
+			return c.errf("layer_types", "has %d entries for num_hidden_layers %d", len(types), m.NumLayers)
+		}
+		for i, t := range types {
+			switch t {
+			case "full_attention":
+			case "sliding_attention":
+				n++
+			default:
+				return c.errf("layer_types", "layer %d is %q: only full_attention and sliding_attention are modelled", i, t)
+			}
+		}
+	case hasWin && win > 0:
+		use, hasUse, err := c.bool("use_sliding_window")
+		if err != nil {
+			return err
+		}
+		switch {
+		case hasUse && !use: // Qwen2/3: window given but switched off
+		case hasUse: // Qwen2/3: layers from max_window_layers on slide
+			mwl, ok, err := c.int("max_window_layers")
+			if err != nil {
+				return err
+			}
+			if !ok || mwl > m.NumLayers {
+				return c.errf("max_window_layers", "want 0..%d with use_sliding_window true", m.NumLayers)
+			}
+			n = m.NumLayers - mwl
+		default: // Mistral family: every layer
+			n = m.NumLayers
+		}
+	}
+	if n > 0 {
+		if !hasWin || win < 1 {
+			return c.errf("sliding_window", "missing or 0 while %d layers use sliding attention", n)
+		}
+		m.SlidingWindow, m.SlidingWindowLayers = win, n
+	}
+	return nil
+}
+
+// Bytes per parameter of the quantized formats, scales included.
+const (
+	bytesFP8        = 1.0
+	bytesMXFP4      = 0.5 + 1.0/32 // 4-bit E2M1 + one E8M0 scale per 32 (OCP MX spec)
+	bytesNVFP4      = 0.5 + 1.0/16 // 4-bit E2M1 + one FP8 E4M3 scale per 16
+	bytesBlockScale = 4.0          // one float32 scale per weight block
+)
+
+func (q cfg) applyQuantization(m *Model) error {
+	method, hasMethod, err := q.str("quant_method")
+	if err != nil {
+		return err
+	}
+	if !hasMethod {
+		// ModelOpt writes its hf_quant_config fields into config.json
+		// without a quant_method.
+		if _, ok := q.get("quant_algo"); ok {
+			return q.applyModelOpt(m, "ignore")
+		}
+		return q.errf("quant_method", "missing")
+	}
+	switch method {
+	case "fp8":
+		bpp := bytesFP8
+		if blk, ok, err := q.intList("weight_block_size"); err != nil {
+			return err
+		} else if ok {
+			if len(blk) != 2 || blk[0] < 1 || blk[1] < 1 {
+				return q.errf("weight_block_size", "want two positive integers, got %v", blk)
+			}
+			bpp += bytesBlockScale / float64(blk[0]*blk[1])
+		}
+		excl, err := q.exclusions("modules_to_not_convert", "ignored_layers")
+		if err != nil {
+			return err
+		}
+		m.setQuant("fp8", "fp8", bpp, excl)
+	case "mxfp4":
+		// vLLM's Mxfp4Config quantizes only the fused MoE experts
+		// (vllm/model_executor/layers/quantization/mxfp4.py); every other
+		// linear layer stays in the model dtype.
+		if m.NumExperts == 0 {
+			return q.errf("quant_method", "mxfp4 is applied to MoE experts only, and this model has none")
+		}
+		m.setQuant("mxfp4", "mxfp4", bytesMXFP4, exclusions{attn: true, dense: true})
+	case "compressed-tensors":
+		return q.applyCompressedTensors(m)
+	case "modelopt":
+		return q.applyModelOpt(m, "exclude_modules")
+	default:
+		return q.errf("quant_method", "unsupported %q (supported: fp8, mxfp4, compressed-tensors, modelopt)", method)
+	}
+	return nil
+}
+
+func (q cfg) applyModelOpt(m *Model, excludeKey string) error {
+	algo, ok, err := q.str("quant_algo")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return q.errf("quant_algo", "missing")
+	}
+	excl, err := q.exclusions(excludeKey)
+	if err != nil {
+		return err
+	}
+	switch strings.ToUpper(algo) {
+	case "FP8":
+		m.setQuant("modelopt", "fp8", bytesFP8, excl)
+	case "NVFP4":
+		m.setQuant("modelopt", "nvfp4", bytesNVFP4, excl)
+	default:
+		return q.errf("quant_algo", "unsupported %q (supported: FP8, NVFP4)", algo)
+	}
+	return nil
+}
+
+func (q cfg) applyCompressedTensors(m *Model) error {
+	groups, ok, err := q.object("config_groups")
+	if err != nil {
+		return err
+	}
+	if !ok || len(groups.m) == 0 {
+		return q.errf("config_groups", "missing or empty")
+	}
+	if len(groups.m) > 1 {
+		return q.errf("config_groups", "%d groups: only single-scheme checkpoints are modelled", len(groups.m))
+	}
+	var gname string
+	for k := range groups.m {
+		gname = k
+	}
+	g, _, err := groups.object(gname)
+	if err != nil {
+		return err
+	}
+	w, ok, err := g.object("weights")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return g.errf("weights", "missing")
+	}
+	bits, err := w.posInt("num_bits")
+	if err != nil {
+		return err
+	}
+	typ, _, err := w.str("type")
+	if err != nil {
+		return err
+	}
+	group, _, err := w.int("group_size")
+	if err != nil {
+		return err
+	}
+	excl, err := q.exclusions("ignore")
+	if err != nil {
+		return err
+	}
+	switch {
+	case bits == 8 && typ == "float":
+		m.setQuant("compressed-tensors", "fp8", bytesFP8, excl)
+	case bits == 4 && typ == "float":
+		m.setQuant("compressed-tensors", "nvfp4", bytesNVFP4, excl)
+	case bits == 4 && typ == "int":
+		bpp := 0.5
+		if group > 0 {
+			bpp += 2.0 / float64(group) // one bf16 scale per group
+		}
+		m.setQuant("compressed-tensors", "int4", bpp, excl)
+	default:
+		return w.errf("num_bits", "unsupported %d-bit %q weights (supported: 8-bit float, 4-bit float, 4-bit int)", bits, typ)
+	}
+	return nil
+}
+
+// exclusions says which module classes a quantization config leaves in the
+// model dtype.
+type exclusions struct{ attn, dense, shared bool }
+
+func (q cfg) exclusions(keys ...string) (exclusions, error) {
+	var e exclusions
+	for _, k := range keys {
+		pats, _, err := q.strList(k)
+		if err != nil {
+			return e, err
+		}
+		for _, p := range pats {
+			p = strings.TrimPrefix(p, "re:")
+			base := strings.TrimRight(p, ".*")
+			switch {
+			case strings.HasSuffix(base, "self_attn"), strings.HasSuffix(base, ".attn"):
+				e.attn = true
+			case strings.HasSuffix(base, "shared_experts"):
+				e.shared = true
+			case strings.Contains(p, `mlp\.(gate|up`), strings.HasSuffix(base, "mlp.gate_up_proj"):
+				e.dense = true
+			}
+		}
+	}
+	return e, nil
+}
+
+func (m *Model) setQuant(method, dtype string, bpp float64, e exclusions) {
+	m.QuantMethod, m.WeightDtype, m.WeightBytesPerParam = method, dtype, bpp
+	m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = bpp, bpp
+	if e.attn {
+		m.AttnWeightBytesPerParam = m.DtypeBytes
+	}
+	if e.dense || e.shared {
+		m.DenseWeightBytesPerParam = m.DtypeBytes
+	}
+}

@@ -1,0 +1,219 @@
+package catalog
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// The embedded Hugging Face configs, byte-for-byte copies; origins and
+// licences in models/PROVENANCE.md.
+//
+//go:embed models
+var modelFS embed.FS
+
+// Repositories the configs were copied from (models/PROVENANCE.md).
+const (
+	originAIC  = "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+	originISim = "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760"
+)
+
+// modelEntry is one model the catalog offers: which embedded folder holds
+// its config, the Hugging Face id it is known by, and short aliases. The
+// lower-cased id and the lower-cased name after the slash are aliases too.
+type modelEntry struct {
+	dir     string // folder under models/, "<org>--<name>"
+	id      string // Hugging Face id; "" = dir with "--" read as "/"
+	origin  string // repository@commit the file was copied from
+	path    string // its path there ("" = aiconfigurator's naming)
+	twin    string // set when the config is another model's of the same architecture
+	aliases []string
+}
+
+var modelTable = []modelEntry{
+	// Llama 3.1 base configs: aiconfigurator stores them under the names the
+	// repositories had at release (Meta-Llama-3.1-*); Hugging Face renamed
+	// them to Llama-3.1-*, which is the id used here. Both spellings resolve.
+	{dir: "meta-llama--Meta-Llama-3.1-8B", id: "meta-llama/Llama-3.1-8B", origin: originAIC,
+		aliases: []string{"meta-llama/meta-llama-3.1-8b", "meta-llama-3.1-8b", "llama3.1-8b", "llama3-8b"}},
+	{dir: "meta-llama--Meta-Llama-3.1-70B", id: "meta-llama/Llama-3.1-70B", origin: originAIC,
+		aliases: []string{"meta-llama/meta-llama-3.1-70b", "meta-llama-3.1-70b", "llama3.1-70b", "llama3-70b"}},
+	{dir: "meta-llama--Meta-Llama-3.1-405B", id: "meta-llama/Llama-3.1-405B", origin: originAIC,
+		aliases: []string{"meta-llama/meta-llama-3.1-405b", "meta-llama-3.1-405b", "llama3.1-405b", "llama3-405b"}},
+	{dir: "meta-llama--Llama-3.1-8B-Instruct", origin: originISim, path: "model_configs/llama-3.1-8b-instruct/config.json",
+		aliases: []string{"meta-llama/meta-llama-3.1-8b-instruct", "meta-llama-3.1-8b-instruct", "llama3.1-8b-instruct", "llama3-8b-instruct"}},
+	{dir: "meta-llama--Llama-3.1-70B-Instruct", origin: originISim, path: "model_configs/llama-3.1-70b-instruct/config.json",
+		aliases: []string{"meta-llama/meta-llama-3.1-70b-instruct", "meta-llama-3.1-70b-instruct", "llama3.1-70b-instruct", "llama3-70b-instruct"}},
+	{dir: "meta-llama--Llama-3.1-70B-Instruct", id: "meta-llama/Llama-3.3-70B-Instruct", origin: originISim,
+		path: "model_configs/llama-3.1-70b-instruct/config.json", twin: "meta-llama/Llama-3.1-70B-Instruct",
+		aliases: []string{"llama-3.3-70b", "llama3.3-70b", "llama3.3-70b-instruct"}},
+	{dir: "nvidia--Llama-3.1-70B-Instruct-FP8", origin: originAIC,
+		aliases: []string{"llama-3.1-70b-instruct-fp8", "llama-3.1-70b-fp8", "llama3.1-70b-fp8"}},
+	{dir: "nvidia--Llama-3.1-70B-Instruct-FP8", id: "nvidia/Llama-3.3-70B-Instruct-FP8", origin: originAIC,
+		twin:    "nvidia/Llama-3.1-70B-Instruct-FP8",
+		aliases: []string{"llama-3.3-70b-instruct-fp8", "llama-3.3-70b-fp8", "llama3.3-70b-fp8"}},
+	{dir: "meta-llama--Llama-2-7b-hf", origin: originISim, path: "model_configs/llama-2-7b-hf/config.json",
+		aliases: []string{"llama-2-7b", "llama2-7b"}},
+	{dir: "codellama--CodeLlama-34b-Instruct-hf", origin: originISim, path: "model_configs/codellama-34b-instruct-hf/config.json",
+		aliases: []string{"codellama-34b-instruct", "codellama-34b"}},
+	{dir: "01-ai--Yi-34B", origin: originISim, path: "model_configs/yi-34b/config.json"},
+
+	{dir: "Qwen--Qwen3-0.6B", origin: originAIC},
+	{dir: "Qwen--Qwen3-8B", origin: originAIC},
+	{dir: "Qwen--Qwen3-32B", origin: originAIC},
+	{dir: "Qwen--Qwen3-32B-FP8", origin: originAIC},
+	{dir: "Qwen--Qwen3-32B-FP8-Static-PerTensor", origin: originAIC},
+	{dir: "Qwen--Qwen3-30B-A3B", origin: originAIC, aliases: []string{"qwen3-30b"}},
+	{dir: "Qwen--Qwen3-235B-A22B", origin: originAIC, aliases: []string{"qwen3-235b"}},
+	{dir: "Qwen--Qwen3-235B-A22B-FP8", origin: originAIC, aliases: []string{"qwen3-235b-fp8"}},
+	{dir: "Qwen--Qwen3-Coder-480B-A35B-Instruct", origin: originAIC, aliases: []string{"qwen3-coder-480b"}},
+	{dir: "Qwen--Qwen2.5-7B-Instruct", origin: originISim, path: "model_configs/qwen2.5-7b-instruct/config.json",
+		aliases: []string{"qwen2.5-7b"}},
+
+	{dir: "deepseek-ai--DeepSeek-V3", origin: originAIC},
+	{dir: "deepseek-ai--DeepSeek-R1", origin: originAIC},
+	{dir: "deepseek-ai--DeepSeek-V2-Lite", origin: originISim, path: "model_configs/deepseek-v2-lite/config.json"},
+
+	{dir: "openai--gpt-oss-120b", origin: originAIC},
+	{dir: "openai--gpt-oss-20b", origin: originAIC},
+
+	{dir: "mistralai--Mixtral-8x7B-v0.1", origin: originAIC, aliases: []string{"mixtral-8x7b"}},
+	{dir: "mistralai--Mixtral-8x22B-v0.1", origin: originAIC, aliases: []string{"mixtral-8x22b"}},
+	{dir: "mistralai--Mistral-Nemo-Instruct-2407", origin: originISim, path: "model_configs/mistral-nemo-instruct-2407/config.json",
+		aliases: []string{"mistral-nemo", "mistral-nemo-instruct"}},
+
+	{dir: "MiniMaxAI--MiniMax-M2.5", origin: originAIC},
+}
+
+type modelRegistry struct {
+	byID  []*Model          // sorted by ID
+	index map[string]*Model // lower-cased id or alias → model
+	err   error
+}
+
+var (
+	registryOnce sync.Once
+	registry     modelRegistry
+)
+
+func models() *modelRegistry {
+	registryOnce.Do(func() { registry = loadModels(modelFS, modelTable) })
+	return &registry
+}
+
+func (e modelEntry) hfID() string {
+	if e.id != "" {
+		return e.id
+	}
+	return strings.Replace(e.dir, "--", "/", 1)
+}
+
+func loadModels(fsys fs.FS, table []modelEntry) modelRegistry {
+	r := modelRegistry{index: map[string]*Model{}}
+	fail := func(err error) modelRegistry { return modelRegistry{err: err} }
+	for _, e := range table {
+		file := path.Join("models", e.dir, "config.json")
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return fail(fmt.Errorf("catalog: %v", err))
+		}
+		m, err := ParseConfig("catalog/"+file, data)
+		if err != nil {
+			return fail(err)
+		}
+		qfile := path.Join("models", e.dir, "hf_quant_config.json")
+		if q, err := fs.ReadFile(fsys, qfile); err == nil {
+			if err := ParseHFQuantConfig(m, "catalog/"+qfile, q); err != nil {
+				return fail(err)
+			}
+		}
+		m.ID = e.hfID()
+		orig := e.path
+		if orig == "" {
+			orig = "aic-core/src/aiconfigurator_core/model_configs/" + e.dir + "_config.json"
+		}
+		m.Source = fmt.Sprintf("catalog/%s, copied from %s %s", file, e.origin, orig)
+		if e.twin != "" {
+			m.Source += fmt.Sprintf(" (the config of %s, which has the same architecture; see models/PROVENANCE.md)", e.twin)
+		}
+		lower := strings.ToLower(m.ID)
+		seen := map[string]bool{}
+		for _, a := range append([]string{lower, lower[strings.Index(lower, "/")+1:]}, e.aliases...) {
+			if a != strings.ToLower(a) || strings.TrimSpace(a) != a || a == "" {
+				return fail(fmt.Errorf("catalog: alias %q of %s must be lower case and trimmed", a, m.ID))
+			}
+			if seen[a] {
+				continue
+			}
+			seen[a] = true
+			if other, dup := r.index[a]; dup {
+				return fail(fmt.Errorf("catalog: alias %q names both %s and %s", a, other.ID, m.ID))
+			}
+			r.index[a] = m
+			if a != lower {
+				m.Aliases = append(m.Aliases, a)
+			}
+		}
+		r.byID = append(r.byID, m)
+	}
+	sort.Slice(r.byID, func(i, j int) bool { return r.byID[i].ID < r.byID[j].ID })
+	return r
+}
+
+func (m *Model) clone() *Model {
+	c := *m
+	c.Aliases = append([]string(nil), m.Aliases...)
+	return &c
+}
+
+// Models returns every embedded model, sorted by ID. Each call returns
+// fresh copies.
+func Models() []*Model {
+	r := models()
+	out := make([]*Model, 0, len(r.byID))
+	for _, m := range r.byID {
+		out = append(out, m.clone())
+	}
+	return out
+}
+
+// LookupModel finds a model by Hugging Face id (any case; the pre-rename
+// Meta-Llama-3.1-* ids too) or by a short alias such as "llama-3.1-8b",
+// "qwen3-32b" or "gpt-oss-120b". An unknown name is an error that lists the
+// closest known ids. The result is a fresh copy.
+func LookupModel(name string) (*Model, error) {
+	r := models()
+	if r.err != nil {
+		return nil, r.err
+	}
+	key := strings.ToLower(strings.TrimSpace(name))
+	if m, ok := r.index[key]; ok {
+		return m.clone(), nil
+	}
+	if !strings.Contains(key, "/") && strings.Contains(key, "--") { // catalog folder spelling
+		if m, ok := r.index[strings.Replace(key, "--", "/", 1)]; ok {
+			return m.clone(), nil
+		}
+	}
+	keys := make([]string, 0, len(r.index))
+	for k := range r.index {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var cands []candidate
+	for _, k := range keys {
+		cands = append(cands, candidate{key: k, name: r.index[k].ID})
+	}
+	if close := closeMatches(key, cands, 5); len(close) > 0 {
+		return nil, fmt.Errorf("unknown model %q; did you mean: %s", name, strings.Join(close, ", "))
+	}
+	ids := make([]string, len(r.byID))
+	for i, m := range r.byID {
+		ids[i] = m.ID
+	}
+	return nil, fmt.Errorf("unknown model %q; known models: %s", name, strings.Join(ids, ", "))
+}
