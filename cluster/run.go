@@ -85,14 +85,16 @@ type driver struct {
 	t0       time.Duration // start of the timed phase
 	timed    bool
 	inFlight int
-	blocked  []*engine.Request // released by the request process, waiting for a slot (FIFO)
+	blocked  []*engine.Request // warm-ups waiting for a slot (FIFO)
 	bhead    int
 	pool     []*engine.Request
 
-	next    workload.Request // the request the process releases next
-	hasNext bool
-	first   workload.Request // first request, template of the warm-ups
-	warmups int              // warm-ups not yet finished
+	next           workload.Request // the request the process releases next
+	hasNext        bool
+	releaseAt      time.Duration    // when next is released (timed phase)
+	releasePending bool             // an evRelease is queued
+	first          workload.Request // first request, template of the warm-ups
+	warmups        int              // warm-ups not yet finished
 
 	batch kernel.Batch
 	res   Result
@@ -138,6 +140,7 @@ func (d *driver) run() (Result, error) {
 		w.Index = int64(i)
 		d.offer(d.newRequest(&w, tagWarmup, uint64(i)<<1|1))
 	}
+	d.fill()
 	d.maybeStartTimed()
 
 	for {
@@ -153,7 +156,8 @@ func (d *driver) run() (Result, error) {
 		d.now = ev.At
 		switch ev.Kind {
 		case evRelease:
-			d.release()
+			d.releasePending = false
+			d.fill()
 		case evStepEnd:
 			d.endStep()
 		}
@@ -166,7 +170,8 @@ func (d *driver) run() (Result, error) {
 			}
 			d.q.Pop()
 			if e2.Kind == evRelease {
-				d.release()
+				d.releasePending = false
+				d.fill()
 			} else {
 				d.endStep()
 			}
@@ -194,49 +199,67 @@ func (d *driver) startTimed() {
 	d.timed = true
 	d.t0 = d.now
 	d.res.WarmupDuration = d.now
-	d.q.Push(sim.Event{At: d.t0 + d.next.Arrival, Kind: evRelease})
-}
-
-// release: the request process lets the next request go; it is sent when a
-// concurrency slot is free (vllm bench's semaphore, FIFO).
-func (d *driver) release() {
-	r := d.newRequest(&d.next, tagTimed, uint64(d.next.Index)<<1)
-	d.res.Sent++
-	d.offer(r)
-	if d.src.Next(&d.next) {
-		at := d.t0 + d.next.Arrival
-		if at < d.now {
-			at = d.now
-		}
-		d.q.Push(sim.Event{At: at, Kind: evRelease})
-	} else {
-		d.hasNext = false
+	if d.hasNext {
+		d.releaseAt = d.t0 + d.next.Arrival
 	}
-}
-
-func (d *driver) offer(r *engine.Request) {
-	r.Released = d.now
-	d.blocked = append(d.blocked, r)
 	d.fill()
 }
 
-// fill sends blocked requests, oldest first, while concurrency slots are
-// free. A request the engine rejects leaves at once and frees its slot.
+func (d *driver) slotFree() bool {
+	return d.cfg.MaxConcurrency <= 0 || d.inFlight < d.cfg.MaxConcurrency
+}
+
+// offer queues a warm-up request for a concurrency slot.
+func (d *driver) offer(r *engine.Request) {
+	r.Released = d.now
+	d.blocked = append(d.blocked, r)
+}
+
+// fill sends requests while concurrency slots are free (vllm bench's
+// semaphore, FIFO): queued warm-ups first, then timed requests whose release
+// time has come, in source order. A timed request is only materialised when
+// it is sent, so a million requests released at once (--request-rate inf)
+// cost memory for the in-flight ones only. When the next release lies in the
+// future and a slot is free, one release event is pending for it.
 func (d *driver) fill() {
-	for d.bhead < len(d.blocked) && (d.cfg.MaxConcurrency <= 0 || d.inFlight < d.cfg.MaxConcurrency) {
-		r := d.blocked[d.bhead]
-		d.blocked[d.bhead] = nil
-		d.bhead++
-		d.inFlight++
-		if r.Tag == tagTimed {
-			d.rec.Send(d.now - d.t0)
+	for d.slotFree() {
+		if d.bhead < len(d.blocked) {
+			r := d.blocked[d.bhead]
+			d.blocked[d.bhead] = nil
+			d.bhead++
+			d.send(r)
+			continue
 		}
-		if !d.eng.Add(r, d.now) {
-			d.leave(r)
+		if !d.timed || !d.hasNext {
+			break
 		}
+		if d.releaseAt > d.now {
+			if !d.releasePending {
+				d.releasePending = true
+				d.q.Push(sim.Event{At: d.releaseAt, Kind: evRelease})
+			}
+			break
+		}
+		r := d.newRequest(&d.next, tagTimed, uint64(d.next.Index)<<1)
+		r.Released = d.releaseAt
+		d.res.Sent++
+		if d.hasNext = d.src.Next(&d.next); d.hasNext {
+			d.releaseAt = d.t0 + d.next.Arrival
+		}
+		d.send(r)
 	}
 	if d.bhead == len(d.blocked) {
 		d.blocked, d.bhead = d.blocked[:0], 0
+	}
+}
+
+func (d *driver) send(r *engine.Request) {
+	d.inFlight++
+	if r.Tag == tagTimed {
+		d.rec.Send(d.now - d.t0)
+	}
+	if !d.eng.Add(r, d.now) {
+		d.leave(r)
 	}
 }
 
@@ -303,14 +326,32 @@ func (d *driver) startStep() error {
 func (d *driver) endStep() {
 	samples := d.eng.Complete(d.now)
 	timedTokens := 0
+	detailed := d.rec.Detailed()
+	var runGap time.Duration
+	var runLen int64
 	for i := range samples {
 		s := &samples[i]
-		if s.Req.Tag == tagTimed {
-			timedTokens++
-			if !s.First {
-				d.rec.AddITL(s.Req.ID, s.Gap)
-			}
+		if s.Req.Tag != tagTimed {
+			continue
 		}
+		timedTokens++
+		switch {
+		case s.First:
+		case detailed:
+			d.rec.AddITL(s.Req.ID, s.Gap)
+		default:
+			// Rows that decoded in back-to-back steps share one gap: record
+			// runs of equal gaps in one call.
+			if runLen > 0 && s.Gap != runGap {
+				d.rec.AddGaps(runGap, runLen)
+				runLen = 0
+			}
+			runGap = s.Gap
+			runLen++
+		}
+	}
+	if runLen > 0 {
+		d.rec.AddGaps(runGap, runLen)
 	}
 	if timedTokens > 0 {
 		d.rec.AddTokens(d.now-d.t0, timedTokens)

@@ -9,36 +9,37 @@ package engine
 // Block 0 is vLLM's null block: taken out of the free queue at start-up and
 // never handed out, so a pool of N blocks offers N−1.
 //
-// Everything is indexed by int32 block id in flat slices: no allocation once
-// the pool exists.
+// Everything is indexed by int32 block id in one flat slice of per-block
+// records (one cache line per block touched): no allocation once the pool
+// exists.
 type blockPool struct {
-	ref    []int32  // reference count per block
-	hash   []uint64 // block hash while the block is registered in cached (0 = none)
-	prev   []int32  // free-queue links (-1 = none); a block is in the queue iff inQ
-	next   []int32
-	inQ    []bool
+	blk    []block
 	head   int32 // least recently freed: evicted first
 	tail   int32 // most recently freed
 	free   int   // blocks in the free queue
-	cached map[uint64]int32
+	cached *hashTable
 
 	caching   bool
 	evictions int64 // cached blocks whose hash was dropped to reuse the block
 }
 
+// block is one KV block's bookkeeping.
+type block struct {
+	hash       uint64 // block hash while registered in cached (0 = none)
+	ref        int32  // reference count
+	prev, next int32  // free-queue links (-1 = none)
+	inQ        bool   // in the free queue
+}
+
 func newBlockPool(numBlocks int, caching bool) *blockPool {
 	p := &blockPool{
-		ref:     make([]int32, numBlocks),
-		hash:    make([]uint64, numBlocks),
-		prev:    make([]int32, numBlocks),
-		next:    make([]int32, numBlocks),
-		inQ:     make([]bool, numBlocks),
+		blk:     make([]block, numBlocks),
 		head:    -1,
 		tail:    -1,
 		caching: caching,
 	}
 	if caching {
-		p.cached = make(map[uint64]int32, numBlocks)
+		p.cached = newHashTable(numBlocks)
 	}
 	// vLLM builds the free queue in block-id order, then takes the null block.
 	for b := int32(1); b < int32(numBlocks); b++ {
@@ -47,36 +48,36 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 	return p
 }
 
-func (p *blockPool) numBlocks() int { return len(p.ref) }
+func (p *blockPool) numBlocks() int { return len(p.blk) }
 
 // usable is the number of blocks requests can ever hold (all but the null block).
-func (p *blockPool) usable() int { return len(p.ref) - 1 }
+func (p *blockPool) usable() int { return len(p.blk) - 1 }
 
 func (p *blockPool) pushTail(b int32) {
-	p.prev[b], p.next[b] = p.tail, -1
+	k := &p.blk[b]
+	k.prev, k.next, k.inQ = p.tail, -1, true
 	if p.tail >= 0 {
-		p.next[p.tail] = b
+		p.blk[p.tail].next = b
 	} else {
 		p.head = b
 	}
 	p.tail = b
-	p.inQ[b] = true
 	p.free++
 }
 
 func (p *blockPool) remove(b int32) {
-	if p.prev[b] >= 0 {
-		p.next[p.prev[b]] = p.next[b]
+	k := &p.blk[b]
+	if k.prev >= 0 {
+		p.blk[k.prev].next = k.next
 	} else {
-		p.head = p.next[b]
+		p.head = k.next
 	}
-	if p.next[b] >= 0 {
-		p.prev[p.next[b]] = p.prev[b]
+	if k.next >= 0 {
+		p.blk[k.next].prev = k.prev
 	} else {
-		p.tail = p.prev[b]
+		p.tail = k.prev
 	}
-	p.prev[b], p.next[b] = -1, -1
-	p.inQ[b] = false
+	k.prev, k.next, k.inQ = -1, -1, false
 	p.free--
 }
 
@@ -87,14 +88,13 @@ func (p *blockPool) take(n int, dst []int32) []int32 {
 	for i := 0; i < n; i++ {
 		b := p.head
 		p.remove(b)
-		if h := p.hash[b]; h != 0 {
-			if p.cached[h] == b {
-				delete(p.cached, h)
-			}
-			p.hash[b] = 0
+		k := &p.blk[b]
+		if k.hash != 0 {
+			p.cached.del(k.hash) // only the block a hash maps to carries it
+			k.hash = 0
 			p.evictions++
 		}
-		p.ref[b] = 1
+		k.ref = 1
 		dst = append(dst, b)
 	}
 	return dst
@@ -103,10 +103,10 @@ func (p *blockPool) take(n int, dst []int32) []int32 {
 // touch takes a reference on a cached block found by a prefix lookup; a free
 // cached block leaves the free queue (vLLM's BlockPool.touch).
 func (p *blockPool) touch(b int32) {
-	if p.ref[b] == 0 && p.inQ[b] {
+	if k := &p.blk[b]; k.ref == 0 && k.inQ {
 		p.remove(b)
 	}
-	p.ref[b]++
+	p.blk[b].ref++
 }
 
 // release drops one reference from each block, in the order given; blocks
@@ -115,8 +115,8 @@ func (p *blockPool) touch(b int32) {
 func (p *blockPool) release(blocks []int32) {
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
-		p.ref[b]--
-		if p.ref[b] == 0 {
+		p.blk[b].ref--
+		if p.blk[b].ref == 0 {
 			p.pushTail(b)
 		}
 	}
@@ -129,15 +129,12 @@ func (p *blockPool) register(b int32, h uint64) {
 	if !p.caching {
 		return
 	}
-	if _, ok := p.cached[h]; ok {
-		return
+	if p.cached.put(h, b) {
+		p.blk[b].hash = h
 	}
-	p.cached[h] = b
-	p.hash[b] = h
 }
 
 // lookup returns the block caching hash h.
 func (p *blockPool) lookup(h uint64) (int32, bool) {
-	b, ok := p.cached[h]
-	return b, ok
+	return p.cached.get(h)
 }

@@ -194,6 +194,17 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			i++
 			continue
 		}
+		if n == 1 && r.NumComputed < len(r.blocks)*e.cfg.BlockSize {
+			// Fast path: a decode row whose next slot is already allocated
+			// needs no new block; it only registers a block it fills.
+			if e.cfg.EnablePrefixCaching && (r.NumComputed+1)%e.cfg.BlockSize == 0 && r.NumComputed+1 <= r.NumTokens() {
+				e.cacheFull(r, r.NumComputed+1)
+			}
+			e.add(r, 1, b)
+			budget--
+			i++
+			continue
+		}
 		ok := false
 		for {
 			if e.allocate(r, n, nil) {
@@ -311,7 +322,7 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	newBlocks := cdiv(need, bs) - len(hits) - len(r.blocks)
 	evictable := 0
 	for _, blk := range hits {
-		if e.pool.ref[blk] == 0 {
+		if e.pool.blk[blk].ref == 0 {
 			evictable++
 		}
 	}
@@ -330,17 +341,24 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 		r.blocks = e.pool.take(newBlocks, r.blocks)
 	}
 	if e.cfg.EnablePrefixCaching {
-		upto := min(computed+n, r.NumTokens())
-		full := upto / bs
-		if full > r.numCached {
-			r.extendHashes(full*bs, bs)
-			for k := r.numCached; k < full; k++ {
-				e.pool.register(r.blocks[k], r.hashes[k])
-			}
-			r.numCached = full
-		}
+		e.cacheFull(r, min(computed+n, r.NumTokens()))
 	}
 	return true
+}
+
+// cacheFull registers the hashes of r's blocks that the first upto tokens
+// fill (vLLM's cache_full_blocks).
+func (e *Engine) cacheFull(r *Request, upto int) {
+	bs := e.cfg.BlockSize
+	full := upto / bs
+	if full <= r.numCached {
+		return
+	}
+	r.extendHashes(full*bs, bs)
+	for k := r.numCached; k < full; k++ {
+		e.pool.register(r.blocks[k], r.hashes[k])
+	}
+	r.numCached = full
 }
 
 // preempt frees r's blocks and puts it back at the head of the waiting queue

@@ -401,13 +401,13 @@ func checkBlocks(t *testing.T, e *Engine, reqs []*Request) {
 	}
 	free := 0
 	for b := 1; b < p.numBlocks(); b++ {
-		if refs[b] != p.ref[b] {
-			t.Fatalf("block %d: ref %d, held by %d requests", b, p.ref[b], refs[b])
+		if refs[b] != p.blk[b].ref {
+			t.Fatalf("block %d: ref %d, held by %d requests", b, p.blk[b].ref, refs[b])
 		}
-		if p.inQ[b] != (p.ref[b] == 0) {
-			t.Fatalf("block %d: ref %d but inQ %v", b, p.ref[b], p.inQ[b])
+		if p.blk[b].inQ != (p.blk[b].ref == 0) {
+			t.Fatalf("block %d: ref %d but inQ %v", b, p.blk[b].ref, p.blk[b].inQ)
 		}
-		if p.inQ[b] {
+		if p.blk[b].inQ {
 			free++
 		}
 	}
@@ -415,7 +415,7 @@ func checkBlocks(t *testing.T, e *Engine, reqs []*Request) {
 		t.Fatalf("conservation: counted free %d, pool free %d, held %d, usable %d", free, p.free, e.HeldBlocks(), e.UsableBlocks())
 	}
 	n := 0
-	for b := p.head; b >= 0; b = p.next[b] {
+	for b := p.head; b >= 0; b = p.blk[b].next {
 		n++
 	}
 	if n != p.free {

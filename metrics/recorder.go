@@ -140,6 +140,16 @@ func (r *Recorder) AddITL(index int64, gap time.Duration) {
 	}
 }
 
+// AddGaps records n equal streamed-token gaps at once. It is the fast path
+// for a driver whose decode rows share a step's gap; it keeps no per-request
+// lists, so use AddITL when the recorder is Detailed.
+func (r *Recorder) AddGaps(gap time.Duration, n int64) {
+	r.itl.AddN(seconds(gap), n)
+}
+
+// Detailed reports whether per-request gap lists are kept (--save-detailed).
+func (r *Recorder) Detailed() bool { return r.detailed }
+
 func (r *Recorder) keepITL(index int64, gap time.Duration) {
 	if index >= 0 && index < densePendingLimit {
 		if index >= int64(len(r.pending)) {
