@@ -21,6 +21,8 @@ type Resolved struct {
 	Engine     engine.Config
 	Random     workload.RandomSpec
 	Pricer     kernel.Pricer
+	// Source yields the scenario's requests; it is single-use.
+	Source workload.Source
 }
 
 // vLLM's batch defaults for `vllm serve` (OPENAI_API_SERVER usage context),
@@ -109,6 +111,9 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
 		PrefixLen: s.RandomPrefixLen, NumPrompts: s.NumPrompts,
 		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
+	}
+	if r.Source, err = workload.NewRandom(r.Random, s.Seed); err != nil {
+		return nil, &InputError{Msg: err.Error()}
 	}
 	return r, nil
 }

@@ -29,7 +29,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "blis:", err)
 	var ue *usageError
-	if errors.As(err, &ue) || scenario.IsInputError(err) {
+	// cobra reports a mistyped subcommand only as text.
+	if errors.As(err, &ue) || scenario.IsInputError(err) || strings.HasPrefix(err.Error(), "unknown command") {
 		return 2
 	}
 	return 1

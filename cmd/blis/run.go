@@ -14,7 +14,6 @@ import (
 	"blis/cluster"
 	"blis/metrics"
 	"blis/scenario"
-	"blis/workload"
 )
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -67,10 +66,6 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	if dryRun {
 		return printPlan(stdout, res)
 	}
-	src, err := workload.NewRandom(res.Random, s.Seed)
-	if err != nil {
-		return &scenario.InputError{Msg: err.Error()}
-	}
 	metricNames := []string{}
 	for _, m := range strings.Split(s.PercentileMetrics, ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -86,7 +81,7 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	out, err := cluster.Run(cluster.Config{
 		Engine: res.Engine, Pricer: res.Pricer,
 		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
-	}, src, rec)
+	}, res.Source, rec)
 	if err != nil {
 		return err
 	}

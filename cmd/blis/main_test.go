@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// Small, fast scenario flags for tests.
+var small = []string{"--num-prompts", "40", "--random-input-len", "256", "--random-output-len", "16"}
+
+func TestDefaultRunPrintsVLLMTable(t *testing.T) {
+	code, out, errOut := runCLI(t, append([]string{"run"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"============ Serving Benchmark Result ============", "Successful requests:                     40",
+		"Mean TTFT (ms):", "Mean TPOT (ms):", "Mean ITL (ms):"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "GPU KV cache size:") || !strings.Contains(errOut, "Maximum concurrency for 131,072 tokens per request:") {
+		t.Errorf("stderr lacks vLLM's start-up lines:\n%s", errOut)
+	}
+}
+
+func TestExitCodesAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("model: qwen3-32b\nmax-num-seq: 8\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--bogus"}, 2, "unknown flag: --bogus"},
+		{[]string{"run", "--request-rate", "0"}, 2, "--request-rate"},
+		{[]string{"run", "--request-rate", "-2"}, 2, "must be > 0"},
+		{[]string{"run", "--num-prompts", "0"}, 2, "--num-prompts"},
+		{[]string{"run", "--max-concurrency", "-1"}, 2, "--max-concurrency"},
+		{[]string{"run", "-tp", "3", "--model", "meta-llama/Llama-3.1-70B", "--hardware", "h200"}, 2, "does not divide num_attention_heads 64"},
+		{[]string{"run", "--model", "meta-llama/Llama-3.1-70B"}, 2, "does not fit"},
+		{[]string{"run", "--model", "llama-3.1-7b"}, 2, "did you mean"},
+		{[]string{"run", "--hardware", "tpu-v9"}, 2, "known chips"},
+		{[]string{"run", "--random-range-ratio", "1.5"}, 2, "--random-range-ratio"},
+		{[]string{"run", badYAML}, 2, "bad.yaml:2: max-num-seq: unknown key; did you mean max-num-seqs"},
+		{[]string{"run", filepath.Join(dir, "missing.yaml")}, 2, "cannot read the scenario"},
+		{[]string{"run", "a.yaml", "b.yaml"}, 2, "at most one scenario file"},
+		{[]string{"nonsense"}, 2, "unknown command"},
+	}
+	for _, c := range cases {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d (want %d), stderr %q (want %q)", c.args, code, c.code, errOut, c.want)
+		}
+	}
+}
+
+func TestSavedResultIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	read := func(name string) []byte {
+		args := append([]string{"run", "--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", name,
+			"--request-rate", "20", "--random-range-ratio", "0.5", "--seed", "7"}, small...)
+		if code, _, errOut := runCLI(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b := read("a.json"), read("b.json")
+	if !bytes.Equal(a, b) {
+		t.Fatal("same scenario and seed gave different result files")
+	}
+	for _, key := range []string{`"duration"`, `"completed"`, `"total_input_tokens"`, `"request_throughput"`, `"output_throughput"`,
+		`"total_token_throughput"`, `"max_concurrent_requests"`, `"mean_ttft_ms"`, `"median_tpot_ms"`, `"p99_itl_ms"`, `"p90_e2el_ms"`,
+		`"std_ttft_ms"`, `"gpu_kv_cache_tokens"`, `"num_preemptions"`, `"prefix_cache_hit_rate"`, `"mean_batch_size"`, `"deployment"`,
+		`"input_lens"`, `"itls"`} {
+		if !bytes.Contains(a, []byte(key)) {
+			t.Errorf("result JSON lacks %s", key)
+		}
+	}
+	if c := read("c.json"); bytes.Equal(a, c) == false {
+		t.Fatal("third run differs")
+	}
+}
+
+func TestScenarioFileFlagsOverrideAndDryRun(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "s.yaml")
+	os.WriteFile(f, []byte("model: qwen3-32b\nhardware: h200\ntensor-parallel-size: 2\nmax-model-len: 8192\n"), 0o644)
+	code, out, errOut := runCLI(t, "run", f, "--dry-run", "-tp=4", "--no-enable-prefix-caching", "--num_gpu_blocks_override", "5000")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Qwen/Qwen3-32B on h200, TP 4", "KV pool: 5000 blocks, 80,000 tokens (--num-gpu-blocks-override)", "weights"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Serving Benchmark Result") {
+		t.Error("dry run simulated")
+	}
+}
+
+func TestNormalizeArgs(t *testing.T) {
+	got := normalizeArgs([]string{"-tp", "2", "-tp=4", "--max_num_seqs=8", "--random_input_len", "5", "x_y.yaml", "--", "--a_b"})
+	want := []string{"--tensor-parallel-size", "2", "--tensor-parallel-size=4", "--max-num-seqs=8", "--random-input-len", "5", "x_y.yaml", "--", "--a_b"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
