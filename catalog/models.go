@@ -206,7 +206,7 @@ func LookupModel(name string) (*Model, error) {
 	sort.Strings(keys)
 	var cands []candidate
 	for _, k := range keys {
-		cands = append(cands, candidate{key: k, name: r.index[k].ID})
+		cands = append(cands, candidate{Key: k, Name: r.index[k].ID})
 	}
 	if close := closeMatches(key, cands, 5); len(close) > 0 {
 		return nil, fmt.Errorf("unknown model %q; did you mean: %s", name, strings.Join(close, ", "))

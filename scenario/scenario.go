@@ -11,10 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	suggestpkg "blis/internal/suggest"
 )
 
 // Scenario holds every setting. Zero values of the "0 = vLLM's default"
@@ -264,49 +265,12 @@ func scalarText(v *yaml.Node) (string, error) {
 
 // suggest names the closest known keys, or lists them all.
 func suggest(name string, known []string) string {
-	type cand struct {
-		n string
-		d int
+	cands := make([]suggestpkg.Candidate, len(known))
+	for i, k := range known {
+		cands[i] = suggestpkg.Candidate{Key: k, Name: k}
 	}
-	var cs []cand
-	for _, k := range known {
-		d := editDistance(name, k)
-		if d <= max(2, len(name)/3) || strings.Contains(k, name) || strings.Contains(name, k) {
-			cs = append(cs, cand{k, d})
-		}
+	if close := suggestpkg.CloseMatches(name, cands, 3); len(close) > 0 {
+		return "; did you mean " + strings.Join(close, ", ") + "?"
 	}
-	if len(cs) == 0 {
-		return "; allowed keys: " + strings.Join(known, ", ")
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].d != cs[j].d {
-			return cs[i].d < cs[j].d
-		}
-		return cs[i].n < cs[j].n
-	})
-	out := make([]string, 0, 3)
-	for i := 0; i < len(cs) && i < 3; i++ {
-		out = append(out, cs[i].n)
-	}
-	return "; did you mean " + strings.Join(out, ", ") + "?"
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return "; allowed keys: " + strings.Join(known, ", ")
 }
