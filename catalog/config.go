@@ -340,6 +340,9 @@ func (c cfg) parse(m *Model) error {
 	if err := c.parseSliding(m); err != nil {
 		return err
 	}
+	if err := c.parseGraphKeys(m); err != nil {
+		return err
+	}
 	if q, ok, err := c.object("quantization_config"); err != nil {
 		return err
 	} else if ok {
@@ -485,9 +488,11 @@ func (c cfg) parseMoE(m *Model) error {
 			return c.errf("first_k_dense_replace", "%d exceeds num_hidden_layers %d", fk, L)
 		}
 		m.FirstDenseLayers, m.MoELayerFreq = fk, freq
+		m.MoELayers = make([]bool, L)
 		for i := fk; i < L; i++ {
 			if i%freq == 0 {
 				m.NumMoELayers++
+				m.MoELayers[i] = true
 			}
 		}
 	case hasStep: // Qwen2/3-MoE rule
@@ -506,14 +511,20 @@ func (c cfg) parseMoE(m *Model) error {
 			dense[i] = true
 		}
 		m.MoELayerFreq = step
+		m.MoELayers = make([]bool, L)
 		for i := 0; i < L; i++ {
 			if !dense[i] && (i+1)%step == 0 {
 				m.NumMoELayers++
+				m.MoELayers[i] = true
 			}
 		}
 	default: // Mixtral, gpt-oss, MiniMax: every layer
 		m.MoELayerFreq = 1
 		m.NumMoELayers = L
+		m.MoELayers = make([]bool, L)
+		for i := range m.MoELayers {
+			m.MoELayers[i] = true
+		}
 	}
 	if m.NumMoELayers == 0 {
 		return c.errf(ekey, "is %d but no layer is a MoE layer", experts)
@@ -531,6 +542,7 @@ func (c cfg) parseSliding(m *Model) error {
 		return err
 	}
 	n := 0
+	sliding := make([]bool, m.NumLayers)
 	switch {
 	case hasTypes:
 		if len(types) != m.NumLayers {
@@ -541,6 +553,7 @@ func (c cfg) parseSliding(m *Model) error {
 			case "full_attention":
 			case "sliding_attention":
 				n++
+				sliding[i] = true
 			default:
 				return c.errf("layer_types", "layer %d is %q: only full_attention and sliding_attention are modelled", i, t)
 			}
@@ -561,8 +574,14 @@ func (c cfg) parseSliding(m *Model) error {
 				return c.errf("max_window_layers", "want 0..%d with use_sliding_window true", m.NumLayers)
 			}
 			n = m.NumLayers - mwl
+			for i := mwl; i < m.NumLayers; i++ {
+				sliding[i] = true
+			}
 		default: // Mistral family: every layer
 			n = m.NumLayers
+			for i := range sliding {
+				sliding[i] = true
+			}
 		}
 	}
 	if n > 0 {
@@ -570,6 +589,87 @@ func (c cfg) parseSliding(m *Model) error {
 			return c.errf("sliding_window", "missing or 0 while %d layers use sliding attention", n)
 		}
 		m.SlidingWindow, m.SlidingWindowLayers = win, n
+		m.SlidingLayers = sliding
+	}
+	return nil
+}
+
+// parseGraphKeys reads the keys only the operator graph needs: biases,
+// q/k norms, the rotary width, the router's scoring and grouping, and the
+// multi-token-prediction draft layers a checkpoint ships.
+func (c cfg) parseGraphKeys(m *Model) error {
+	var err error
+	for _, k := range []string{"attention_bias", "bias"} { // vLLM llama.py reads either
+		b, _, err := c.bool(k)
+		if err != nil {
+			return err
+		}
+		m.AttentionBias = m.AttentionBias || b
+	}
+	if m.MLPBias, _, err = c.bool("mlp_bias"); err != nil {
+		return err
+	}
+	if m.QKNorm, _, err = c.bool("use_qk_norm"); err != nil {
+		return err
+	}
+	m.RotaryDim = m.HeadDim
+	if m.IsMLA() {
+		m.RotaryDim = m.QKRopeHeadDim
+	}
+	if rd, ok, err := c.int("rotary_dim"); err != nil {
+		return err
+	} else if ok {
+		if rd < 1 || rd > m.HeadDim {
+			return c.errf("rotary_dim", "is %d, want 1..%d (head_dim)", rd, m.HeadDim)
+		}
+		m.RotaryDim = rd
+	}
+	if m.IsMoE() {
+		m.ScoringFunc = "softmax"
+		if s, ok, err := c.str("scoring_func"); err != nil {
+			return err
+		} else if ok {
+			if s != "softmax" && s != "sigmoid" {
+				return c.errf("scoring_func", "unsupported %q (supported: softmax, sigmoid)", s)
+			}
+			m.ScoringFunc = s
+		}
+		g, _, err := c.int("n_group")
+		if err != nil {
+			return err
+		}
+		tg, _, err := c.int("topk_group")
+		if err != nil {
+			return err
+		}
+		if g > 1 {
+			if tg < 1 || tg > g {
+				return c.errf("topk_group", "is %d, want 1..%d (n_group)", tg, g)
+			}
+			if m.NumExperts%g != 0 {
+				return c.errf("n_group", "%d does not divide the %d experts", g, m.NumExperts)
+			}
+			m.NumExpertGroups, m.TopKGroups = g, tg
+		}
+		method, _, err := c.str("topk_method")
+		if err != nil {
+			return err
+		}
+		bias, _, err := c.bool("use_routing_bias")
+		if err != nil {
+			return err
+		}
+		m.RoutingBias = method == "noaux_tc" || bias
+	}
+	if m.NumNextNLayers, _, err = c.int("num_nextn_predict_layers"); err != nil {
+		return err
+	}
+	if use, _, err := c.bool("use_mtp"); err != nil {
+		return err
+	} else if use {
+		if m.NumMTPModules, _, err = c.int("num_mtp_modules"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

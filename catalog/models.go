@@ -167,6 +167,8 @@ func loadModels(fsys fs.FS, table []modelEntry) modelRegistry {
 func (m *Model) clone() *Model {
 	c := *m
 	c.Aliases = append([]string(nil), m.Aliases...)
+	c.MoELayers = append([]bool(nil), m.MoELayers...)
+	c.SlidingLayers = append([]bool(nil), m.SlidingLayers...)
 	return &c
 }
 
@@ -184,7 +186,9 @@ func Models() []*Model {
 // LookupModel finds a model by Hugging Face id (any case; the pre-rename
 // Meta-Llama-3.1-* ids too) or by a short alias such as "llama-3.1-8b",
 // "qwen3-32b" or "gpt-oss-120b". An unknown name is an error that lists the
-// closest known ids. The result is a fresh copy.
+// closest known ids; a model the project knows but cannot represent
+// (UnsupportedModels) is an *UnsupportedModelError saying what is missing.
+// The result is a fresh copy.
 func LookupModel(name string) (*Model, error) {
 	r := models()
 	if r.err != nil {
@@ -198,6 +202,9 @@ func LookupModel(name string) (*Model, error) {
 		if m, ok := r.index[strings.Replace(key, "--", "/", 1)]; ok {
 			return m.clone(), nil
 		}
+	}
+	if u, ok := lookupUnsupported(key); ok {
+		return nil, &UnsupportedModelError{Model: u}
 	}
 	keys := make([]string, 0, len(r.index))
 	for k := range r.index {

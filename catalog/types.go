@@ -72,6 +72,32 @@ type Model struct {
 	// (0 when every layer attends to the full context).
 	SlidingWindow       int
 	SlidingWindowLayers int
+
+	// Per-layer structure, indexed by layer: MoELayers[i] is true where
+	// layer i routes to experts (nil for dense models), SlidingLayers[i]
+	// where it attends through the sliding window (nil when none does).
+	MoELayers     []bool
+	SlidingLayers []bool
+
+	// Details the operator graph (graph.go) needs.
+	AttentionBias bool // attention_bias (or bias): QKV and o_proj carry biases
+	MLPBias       bool // mlp_bias: the dense MLP's projections carry biases
+	QKNorm        bool // use_qk_norm (MiniMax-M2); Qwen3's per-head q/k norm comes with the architecture
+	// RotaryDim is how many dimensions of each head RoPE rotates:
+	// rotary_dim when given, else head_dim (qk_rope_head_dim for MLA).
+	RotaryDim int
+	// MoE routing: scoring_func ("softmax" or "sigmoid"), grouped top-k
+	// (n_group and topk_group; 0 when plain top-k) and whether the router
+	// adds an e_score_correction_bias (topk_method noaux_tc, use_routing_bias).
+	ScoringFunc     string
+	NumExpertGroups int
+	TopKGroups      int
+	RoutingBias     bool
+	// NumNextNLayers is num_nextn_predict_layers: the multi-token-prediction
+	// layers a DeepSeek-style checkpoint ships for speculative decoding.
+	NumNextNLayers int
+	// NumMTPModules is num_mtp_modules when use_mtp is set (MiniMax-M2).
+	NumMTPModules int
 }
 
 // IsMoE reports whether the model routes tokens to experts.
