@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"blis/scenario"
+	"blis/validate"
+)
+
+func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Score BLIS's predictions against measured benchmark runs",
+	}
+	cmd.AddCommand(newValidateInferenceXCmd(stdout, stderr))
+	return cmd
+}
+
+func newValidateInferenceXCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		opts     validate.Options
+		jsonPath string
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "inferencex FILE.csv",
+		Short: "Simulate every row of an InferenceX sweep and report BLIS's TTFT and TPOT errors",
+		Long: `Simulate every row of an InferenceX sweep CSV (the format of
+data/e2e/inferencex_calibration.csv) as InferenceX ran it: its client
+(random dataset, --random-range-ratio 0.8 in the legacy sense, --num-prompts
+10×CONC, --max-concurrency CONC, --request-rate inf, --num-warmups 2×CONC from
+2026-01-21) and the vllm serve arguments of its launch scripts per model, chip
+and date (validate/inferencex_serve.go; "*" marks values that are assumed).
+
+Prints, per row, measured vs predicted TTFT and TPOT with the signed error
+100·(BLIS/measured − 1), then MAPE, median APE and signed mean per (model,
+chip, backend), then the rows BLIS cannot simulate, grouped by reason.
+The output does not depend on --jobs.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &usageError{fmt.Errorf("validate inferencex takes one CSV file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			switch opts.Backend {
+			case "vllm", "sglang", "trtllm", "all":
+			default:
+				return &usageError{fmt.Errorf("--backend %q: allowed: vllm, sglang, trtllm, all", opts.Backend)}
+			}
+			switch opts.Statistic {
+			case validate.StatMedian, validate.StatMean:
+			default:
+				return &usageError{fmt.Errorf("--statistic %q: allowed: median, mean", opts.Statistic)}
+			}
+			if opts.Limit < 0 || opts.Jobs < 0 {
+				return &usageError{errors.New("--limit and --jobs must be ≥ 0")}
+			}
+			file := args[0]
+			f, err := os.Open(file)
+			if err != nil {
+				return &scenario.InputError{File: file, Msg: "cannot read: " + errors.Unwrap(err).Error()}
+			}
+			rows, err := validate.ReadInferenceX(file, bufio.NewReader(f))
+			f.Close()
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			rep, err := validate.ValidateInferenceX(file, rows, opts)
+			if err != nil {
+				return err
+			}
+			elapsed := time.Since(start)
+			if err := rep.WriteText(stdout, verbose); err != nil {
+				return err
+			}
+			if jsonPath != "" {
+				if err := writeFileAtomic(jsonPath, rep.WriteJSON); err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "Report written to %s\n", jsonPath)
+			}
+			jobs := opts.Jobs
+			if jobs == 0 {
+				jobs = runtime.GOMAXPROCS(0)
+			}
+			fmt.Fprintf(stderr, "Simulated %d rows in %.1f s with %d workers.\n", len(rep.Rows), elapsed.Seconds(), jobs)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Model, "model", "", "only rows whose model_path contains this (case-insensitive), or a catalog alias of it")
+	fs.StringVar(&opts.Hardware, "hardware", "", "only rows on this chip (h100, b200, h100_sxm, ...)")
+	fs.StringVar(&opts.Backend, "backend", "vllm", "backend rows to simulate: vllm, sglang, trtllm, or all (non-vLLM rows are simulated as if vLLM served them, labelled)")
+	fs.StringVar(&opts.Statistic, "statistic", validate.StatMedian, "BLIS statistic compared with silicon_ttft_ms/silicon_tpot_ms: median or mean")
+	fs.BoolVar(&opts.EPAsTP, "ep-as-tp", true, "simulate rows with expert parallel = tensor parallel and attention DP 1 as plain TP (labelled); false skips them")
+	fs.IntVar(&opts.Limit, "limit", 0, "simulate only the first N simulable rows (0 = all)")
+	fs.IntVar(&opts.Jobs, "jobs", 0, "rows simulated in parallel (0 = number of CPUs); the output does not depend on it")
+	fs.Int64Var(&opts.Seed, "seed", 0, "random seed of every simulated run")
+	fs.StringVar(&jsonPath, "json", "", "also write every number (settings, predictions, errors, skips) to this JSON file")
+	fs.BoolVar(&verbose, "verbose", false, "list every skipped row with its detail")
+	return cmd
+}
+
+// writeFileAtomic writes path through a temporary file in the same
+// directory, so a failed write leaves no half-written file.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".blis-*.tmp")
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(tmp)
+	if err := write(w); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,402 @@
+package validate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The `vllm serve` arguments InferenceX used, per model, chip, vLLM version
+// and measurement date, transcribed from shared/data/README.md ("InferenceX
+// settings for the calibration rows"), which read them from
+// SemiAnalysisAI/InferenceX's benchmarks/ scripts at the commit current on
+// each measurement date (repository snapshot @ 843c6254). Every value carries
+// its source (the recipe's Source); a value the README marks unconfirmed is
+// Assumed, and the report prints it as such.
+
+// ServeArg is one `vllm serve` argument of a recipe. Value is literal or
+// one of the row-dependent forms: CONC (the row's concurrency), 2*ISL,
+// GEN (InferenceX's sweep generator: ISL+OSL+200, ISL+OSL+256 for runs
+// from 2026-04-20), ISL+OSL+20/200 (+20 for 1k/1k, +200 when ISL or OSL
+// is 8192, as the B200 docker scripts of 2025 set it).
+type ServeArg struct {
+	Flag    string `json:"flag"`
+	Value   string `json:"value"`
+	Assumed bool   `json:"assumed,omitempty"`
+	Why     string `json:"why,omitempty"` // why it is assumed, or where a default comes from
+}
+
+// ServeRecipe is one group of InferenceX runs that shared a launch script.
+type ServeRecipe struct {
+	Key string `json:"key"`
+	// Match: model_path, system, precision and backend_version as the CSV
+	// writes them (a Version ending in "*" matches by prefix), and the
+	// measured= date window, inclusive ("" = open).
+	Model     string `json:"model,omitempty"`
+	System    string `json:"system,omitempty"`
+	Precision string `json:"precision,omitempty"`
+	Version   string `json:"backend_version,omitempty"`
+	From      string `json:"measured_from,omitempty"`
+	To        string `json:"measured_to,omitempty"`
+	// GapAnalysis matches only rows from aiconfigurator's gap-analysis
+	// collections (not InferenceX runs).
+	GapAnalysis bool `json:"gap_analysis,omitempty"`
+
+	// Checkpoint is the Hugging Face id InferenceX served ("" = the
+	// catalog's checkpoint of model_path for the row's precision).
+	Checkpoint string     `json:"checkpoint,omitempty"`
+	Image      string     `json:"image,omitempty"`
+	Args       []ServeArg `json:"args"`
+	// Unmodelled lists launch settings BLIS does not model (they change
+	// kernels or scheduling overheads the roofline does not see).
+	Unmodelled []string `json:"not_modelled,omitempty"`
+	Source     string   `json:"source"`
+	Note       string   `json:"note,omitempty"`
+}
+
+// Common to InferenceX's vLLM single-node scripts unless a recipe says
+// otherwise (shared/data/README.md).
+const (
+	srcCommon = "common to InferenceX's vLLM single-node scripts (shared/data/README.md)"
+	srcGen    = "$MAX_MODEL_LEN from InferenceX's sweep generator"
+)
+
+var noPrefix = ServeArg{Flag: "enable-prefix-caching", Value: "false", Why: srcCommon}
+
+// inferenceXServe is the table. Kimi-K2.5 groups are not transcribed: the
+// catalog has no Kimi-K2.5, so those rows cannot be simulated.
+var inferenceXServe = []ServeRecipe{
+	{
+		Key: "llama70b-fp8-h100", Model: "meta-llama/Llama-3.1-70B", System: "h100_sxm", Precision: "fp8", Version: "",
+		From: "2025-10-29", To: "2025-10-29",
+		Checkpoint: "nvidia/Llama-3.3-70B-Instruct-FP8", Image: "vllm/vllm-openai:v0.10.2",
+		Args: []ServeArg{
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "10240"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "CONC"},
+			{Flag: "enable-prefix-caching", Value: "false"},
+		},
+		Unmodelled: []string{"--async-scheduling", "TORCH_CUDA_ARCH_LIST=9.0"},
+		Source:     "benchmarks/70b_fp8_h100_slurm.sh (cw runner) / benchmarks/70b_fp8_h100_docker.sh (cr runner) @ 9596d23d",
+	},
+	{
+		Key: "llama70b-fp8-b200", Model: "meta-llama/Llama-3.1-70B", System: "b200_sxm", Precision: "fp8", Version: "",
+		From: "2025-10-29", To: "2025-10-29",
+		Checkpoint: "nvidia/Llama-3.3-70B-Instruct-FP8", Image: "vllm/vllm-openai:v0.10.2",
+		Args: []ServeArg{
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "10240", Why: "workflow input"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "512"},
+			noPrefix,
+		},
+		Unmodelled: []string{"--async-scheduling", "compilation config: FlashInfer all-reduce + attention fusion, noop elimination, custom ops +quant_fp8 +rms_norm, cudagraph_mode FULL_DECODE_ONLY",
+			"VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB"},
+		Source: "benchmarks/70b_fp8_b200_docker.sh @ 9596d23d",
+		Note:   "which B200 runner ran these rows is unconfirmed",
+	},
+	{
+		Key: "llama70b-fp4-b200", Model: "meta-llama/Llama-3.1-70B", System: "b200_sxm", Precision: "fp4", Version: "",
+		From: "2025-10-29", To: "2025-10-29",
+		Checkpoint: "nvidia/Llama-3.3-70B-Instruct-FP4", Image: "vllm/vllm-openai:v0.10.2",
+		Args: []ServeArg{
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "ISL+OSL+20/200"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "512"},
+			noPrefix,
+		},
+		Unmodelled: []string{"--async-scheduling", "compilation config as the FP8 B200 script", "TORCH_CUDA_ARCH_LIST=10.0"},
+		Source:     "benchmarks/70b_fp4_b200_docker.sh @ 9596d23d",
+	},
+	{
+		Key: "gptoss-h100-v0.10", Model: "openai/gpt-oss-120b", System: "h100_sxm", Precision: "fp4", Version: "",
+		From: "2025-11-02", To: "2025-12-05",
+		Image: "vllm/vllm-openai:v0.10.2 (2025-11-02; later rows' image unconfirmed)",
+		Args: []ServeArg{
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "10240"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "CONC"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			{Flag: "enable-prefix-caching", Value: "false"},
+		},
+		Unmodelled: []string{"--async-scheduling", "CUDA graph capture sizes up to 2048", "TORCH_CUDA_ARCH_LIST=9.0"},
+		Source:     "benchmarks/gptoss_fp4_h100_slurm.sh @ e06929c7 / 25506e87 (same-day change 2025-12-05)",
+	},
+	{
+		Key: "gptoss-h100-0.11.2", Model: "openai/gpt-oss-120b", System: "h100_sxm", Precision: "fp4", Version: "0.11.2",
+		Image: "vllm/vllm-openai:v0.11.2",
+		Args: []ServeArg{
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "10240"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "CONC"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			{Flag: "enable-prefix-caching", Value: "false"},
+		},
+		Unmodelled: []string{"--async-scheduling", "--max-cudagraph-capture-size 2048", "TORCH_CUDA_ARCH_LIST=9.0"},
+		Source:     "benchmarks/gptoss_fp4_h100_slurm.sh @ 4e135fd3",
+	},
+	{
+		Key: "gptoss-h100-0.18.0", Model: "openai/gpt-oss-120b", System: "h100_sxm", Precision: "fp4", Version: "0.18.0",
+		Image: "vllm/vllm-openai:v0.18.0",
+		Args: []ServeArg{
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "10240"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "CONC"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			{Flag: "enable-prefix-caching", Value: "false"},
+		},
+		Unmodelled: []string{"--max-cudagraph-capture-size 2048", "VLLM_MXFP4_USE_MARLIN=1 (Marlin MXFP4 MoE kernels)",
+			"async scheduling not set (v0.18 default: unconfirmed)"},
+		Source: "benchmarks/single_node/gptoss_fp4_h100.sh @ 79a42e20 (same-day change)",
+	},
+	{
+		Key: "gptoss-b200-v0.10", Model: "openai/gpt-oss-120b", System: "b200_sxm", Precision: "fp4", Version: "",
+		From: "2025-11-02", To: "2025-11-02",
+		Image: "vllm/vllm-openai:v0.10.2 (per template)",
+		Args: []ServeArg{
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "ISL+OSL+20/200"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "512"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			noPrefix,
+		},
+		Unmodelled: []string{"--async-scheduling", "cudagraph_mode FULL_AND_PIECEWISE, capture sizes to 2048",
+			"FlashInfer all-reduce + attention fusion", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1", "all-reduce fusion thresholds"},
+		Source: "benchmarks/gptoss_fp4_b200_docker.sh @ e06929c7",
+	},
+	{
+		Key: "gptoss-b200-0.15.1", Model: "openai/gpt-oss-120b", System: "b200_sxm", Precision: "fp4", Version: "0.15.1",
+		Image: "vllm/vllm-openai:v0.15.1",
+		Args: []ServeArg{
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "ISL+OSL+20/200"},
+			{Flag: "gpu-memory-utilization", Value: "0.9"},
+			{Flag: "max-num-seqs", Value: "512"},
+			noPrefix,
+		},
+		Unmodelled: []string{"compilation passes fuse_allreduce_rms + eliminate_noops", "--max-cudagraph-capture-size 2048",
+			"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"},
+		Source: "benchmarks/single_node/gptoss_fp4_b200.sh @ 8944a358 (same-day change)",
+	},
+	{
+		Key: "minimax-fp8-b200-0.17.0-pc", Model: "MiniMaxAI/MiniMax-M2.5", System: "b200_sxm", Precision: "fp8", Version: "0.17.0",
+		To:    "2026-03-26",
+		Image: "vllm/vllm-openai:v0.17.0-cu130",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.95"},
+			{Flag: "block-size", Value: "32"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			{Flag: "enable-prefix-caching", Value: "true", Why: "not set in the script (vLLM default on) until 2026-03-27"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+		},
+		Unmodelled: []string{"--enable-expert-parallel (always on: the script tests EP_SIZE ≥ 1)", "VLLM_USE_FLASHINFER_MOE_FP8=0", "VLLM_MOE_USE_DEEP_GEMM=0"},
+		Source:     "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ 64c20b6b (same-day change 2026-03-11)",
+	},
+	{
+		Key: "minimax-fp8-b200-0.17.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b200_sxm", Precision: "fp8", Version: "0.17.0",
+		From:  "2026-03-27",
+		Image: "vllm/vllm-openai:v0.17.0-cu130",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.95"},
+			{Flag: "block-size", Value: "32"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			{Flag: "enable-prefix-caching", Value: "false"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+		},
+		Unmodelled: []string{"--enable-expert-parallel (always on: the script tests EP_SIZE ≥ 1)", "VLLM_USE_FLASHINFER_MOE_FP8=0", "VLLM_MOE_USE_DEEP_GEMM=0"},
+		Source:     "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ 626932a1",
+	},
+	{
+		Key: "minimax-fp8-b200-0.19.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b200_sxm", Precision: "fp8", Version: "0.19.0",
+		From:  "2026-04-03",
+		Image: "vllm/vllm-openai:v0.19.0-cu130",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.90"},
+			{Flag: "block-size", Value: "32"},
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "2*ISL"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+			noPrefix,
+		},
+		Unmodelled: []string{"--max-cudagraph-capture-size 2048", "--stream-interval 20",
+			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-03) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-22)", "--enable-expert-parallel when ep > 1"},
+		Source: "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ bddbf403 (2026-04-03, same-day change) / 8c3eb5b8 (2026-04-22)",
+	},
+	{
+		Key: "minimax-fp8-b300-0.19.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b300_sxm", Precision: "fp8", Version: "0.19.0",
+		From:  "2026-04-17",
+		Image: "vllm/vllm-openai:v0.19.0-cu130",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.90"},
+			{Flag: "block-size", Value: "32"},
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "2*ISL"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+			noPrefix,
+		},
+		Unmodelled: []string{"--max-cudagraph-capture-size 2048", "--stream-interval 20",
+			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-17) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-21)", "--enable-expert-parallel when ep > 1"},
+		Source: "benchmarks/single_node/minimaxm2.5_fp8_b300.sh @ dd9c285b (2026-04-17) / 77b259a5 (2026-04-21, same-day change)",
+	},
+	{
+		Key: "minimax-fp4-b200-0.19.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b200_sxm", Precision: "fp4", Version: "0.19.0",
+		Checkpoint: "nvidia/MiniMax-M2.5-NVFP4", Image: "vllm/vllm-openai:v0.19.0-cu130",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.90"},
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "2*ISL"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+			noPrefix,
+		},
+		Unmodelled: []string{"--max-cudagraph-capture-size 2048", "--stream-interval 20", "VLLM_FLOAT32_MATMUL_PRECISION=high (04-22)", "--enable-expert-parallel when ep > 1"},
+		Source:     "benchmarks/single_node/minimaxm2.5_fp4_b200.sh @ 49db2008 (2026-04-08) / 8c3eb5b8 (2026-04-22)",
+	},
+	{
+		Key: "minimax-fp4-b300-0.19.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b300_sxm", Precision: "fp4", Version: "0.19.0",
+		Checkpoint: "nvidia/MiniMax-M2.5-NVFP4", Image: "vllm/vllm-openai:v0.19.0-cu130",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.90"},
+			{Flag: "kv-cache-dtype", Value: "fp8"},
+			{Flag: "max-num-batched-tokens", Value: "2*ISL"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+			noPrefix,
+		},
+		Unmodelled: []string{"--max-cudagraph-capture-size 2048", "--stream-interval 20", "VLLM_FLOAT32_MATMUL_PRECISION=high (04-21)", "--enable-expert-parallel when ep > 1"},
+		Source:     "benchmarks/single_node/minimaxm2.5_fp4_b300.sh @ 77b259a5 (same-day change)",
+	},
+	{
+		// The nightly rows are wip=True (an unmerged branch): every value is
+		// reported as assumed; the 0.19.0 recipe of the same chip is reused.
+		Key: "minimax-fp8-b300-nightly", Model: "MiniMaxAI/MiniMax-M2.5", System: "b300_sxm", Precision: "fp8", Version: "nightly-*",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.90", Assumed: true},
+			{Flag: "block-size", Value: "32", Assumed: true},
+			{Flag: "kv-cache-dtype", Value: "fp8", Assumed: true},
+			{Flag: "max-num-batched-tokens", Value: "2*ISL", Assumed: true},
+			{Flag: "max-model-len", Value: "GEN", Assumed: true},
+			{Flag: "enable-prefix-caching", Value: "false", Assumed: true},
+		},
+		Source: "none in main (wip=True, unmerged PR branch); the 0.19.0 B300 FP8 recipe is reused",
+	},
+	{
+		Key: "minimax-fp4-nightly", Model: "MiniMaxAI/MiniMax-M2.5", Precision: "fp4", Version: "nightly-*",
+		Checkpoint: "nvidia/MiniMax-M2.5-NVFP4",
+		Source:     "none in main (wip=True, unmerged PR branch)",
+	},
+	{
+		Key: "minimax-fp8-h100-0.18.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "h100_sxm", Precision: "fp8", Version: "0.18.0",
+		Image: "vllm/vllm-openai:v0.18.0",
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.90"},
+			{Flag: "max-num-seqs", Value: "256"},
+			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
+			{Flag: "enable-prefix-caching", Value: "true", Assumed: true,
+				Why: "the script passes no prefix-caching flag (read at a later commit, 34bc7c40), so vLLM's default (on) applies; not confirmed at 626932a1"},
+		},
+		Unmodelled: []string{"--enable-expert-parallel (EP_SIZE 4)", `--compilation-config '{"cudagraph_mode":"PIECEWISE"}'`},
+		Source:     "benchmarks/single_node/minimaxm2.5_fp8_h100.sh @ 626932a1",
+	},
+	{
+		// Not an InferenceX run: aiconfigurator's gap-analysis collection
+		// of vLLM 0.12.0 on H100. No launch script is available.
+		Key: "qwen3-32b-h100-gap", Model: "Qwen/Qwen3-32B", System: "h100_sxm", Precision: "*", Version: "0.12.0",
+		GapAnalysis: true,
+		Args: []ServeArg{
+			{Flag: "gpu-memory-utilization", Value: "0.9", Assumed: true, Why: "vLLM default"},
+			{Flag: "kv-cache-dtype", Value: "auto", Assumed: true, Why: "vLLM default"},
+			{Flag: "enable-prefix-caching", Value: "false", Assumed: true, Why: "as InferenceX; immaterial for random prompts"},
+		},
+		Source: "none: aiconfigurator gap-analysis collection (not an InferenceX run); vLLM 0.12.0 defaults for the rest",
+	},
+}
+
+// genericRecipe serves rows no recipe matches (and, with --backend all,
+// SGLang and TRT-LLM rows simulated as if vLLM): InferenceX's common vLLM
+// settings, every one assumed.
+var genericRecipe = ServeRecipe{
+	Key: "generic",
+	Args: []ServeArg{
+		{Flag: "gpu-memory-utilization", Value: "0.9", Assumed: true},
+		{Flag: "max-num-seqs", Value: "CONC", Assumed: true},
+		{Flag: "max-model-len", Value: "GEN", Assumed: true},
+		{Flag: "enable-prefix-caching", Value: "false", Assumed: true},
+	},
+	Source: "no InferenceX vLLM script transcribed for this group: InferenceX's common vLLM settings, all assumed",
+}
+
+// matches reports whether recipe r covers row.
+func (r *ServeRecipe) matches(row *InferenceXRow) bool {
+	if r.GapAnalysis != row.GapAnalysis() {
+		return false
+	}
+	if r.Model != row.ModelPath || (r.System != "" && r.System != row.System) {
+		return false
+	}
+	if r.Precision != "*" && r.Precision != row.Precision {
+		return false
+	}
+	if v, ok := strings.CutSuffix(r.Version, "*"); ok {
+		if !strings.HasPrefix(row.BackendVersion, v) {
+			return false
+		}
+	} else if r.Version != row.BackendVersion {
+		return false
+	}
+	d := row.MeasuredDate()
+	if (r.From != "" || r.To != "") && d == "" {
+		return false
+	}
+	return (r.From == "" || d >= r.From) && (r.To == "" || d <= r.To)
+}
+
+// recipeFor returns the recipe of a vLLM row, or nil.
+func recipeFor(row *InferenceXRow) *ServeRecipe {
+	for i := range inferenceXServe {
+		if inferenceXServe[i].matches(row) {
+			return &inferenceXServe[i]
+		}
+	}
+	return nil
+}
+
+// expandValue turns a recipe value into the flag value for one row.
+func expandValue(v string, row *InferenceXRow, conc int) (string, error) {
+	switch v {
+	case "CONC":
+		return strconv.Itoa(conc), nil
+	case "2*ISL":
+		return strconv.Itoa(2 * row.ISL), nil
+	case "GEN":
+		return strconv.Itoa(row.ISL + row.OSL + genMargin(row.MeasuredDate())), nil
+	case "ISL+OSL+20/200":
+		m := 20
+		if row.ISL == 8192 || row.OSL == 8192 {
+			m = 200
+		}
+		return strconv.Itoa(row.ISL + row.OSL + m), nil
+	}
+	if strings.ContainsAny(v, "+*") || strings.Contains(v, "ISL") || strings.Contains(v, "OSL") || v == "" {
+		return "", fmt.Errorf("validate: recipe value %q is not a known form", v)
+	}
+	return v, nil
+}
+
+// genMargin is the margin InferenceX's sweep generator adds to ISL+OSL for
+// $MAX_MODEL_LEN: 200, and 256 from 2026-04-20 (shared/data/README.md).
+func genMargin(date string) int {
+	if date != "" && date >= "2026-04-20" {
+		return 256
+	}
+	return 200
+}
