@@ -72,6 +72,7 @@ type RequestResult struct {
 	InputTokens  int
 	OutputTokens int           // 0 when failed
 	Start        time.Duration // Record.Sent
+	End          time.Duration // Record.Finish: last token, or when it failed
 	TTFT         time.Duration // 0 when failed
 	Latency      time.Duration // E2EL; 0 when failed
 	QueueTime    time.Duration // Record.ClientQueueTime
@@ -164,7 +165,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 	for _, i := range order {
 		rec := &r.records[i]
 		rr := RequestResult{
-			Index: rec.Index, InputTokens: rec.InputTokens, Start: rec.Sent,
+			Index: rec.Index, InputTokens: rec.InputTokens, Start: rec.Sent, End: rec.Finish,
 			QueueTime: rec.ClientQueueTime, CachedTokens: rec.CachedTokens, Preemptions: rec.Preemptions,
 		}
 		if r.detailed {
