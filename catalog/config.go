@@ -705,6 +705,7 @@ func (q cfg) applyQuantization(m *Model) error {
 				return q.errf("weight_block_size", "want two positive integers, got %v", blk)
 			}
 			bpp += bytesBlockScale / float64(blk[0]*blk[1])
+			m.WeightBlock = blk[0]
 		}
 		excl, err := q.exclusions("modules_to_not_convert", "ignored_layers")
 		if err != nil {

@@ -38,6 +38,9 @@ type Model struct {
 	// QuantMethod is the checkpoint's quantization scheme ("" when none):
 	// "fp8", "mxfp4", "modelopt", "compressed-tensors".
 	QuantMethod string
+	// WeightBlock is the fp8 weight_block_size (e.g. 128 for 128×128 block
+	// scales, vLLM's block-quantized path); 0 for per-tensor/channel scales.
+	WeightBlock int
 	// Dtype is the unquantized tensors' dtype (torch_dtype / dtype:
 	// "bfloat16", "float16"): embeddings, norms, LM head, activations, and
 	// the KV cache with --kv-cache-dtype auto. DtypeBytes is its size.

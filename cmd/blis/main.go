@@ -78,7 +78,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout), newVersionCmd(stdout))
 	return root
 }
 

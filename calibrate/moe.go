@@ -1,0 +1,127 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"blis/catalog"
+	"blis/kernel"
+)
+
+// moeDtypes are the moe_dtype values of aiconfigurator's vLLM MoE
+// collector: the expert weights' bytes per element (scales included) and
+// the peak their GEMMs run at (weight-only formats dequantize to bf16).
+var moeDtypes = []struct {
+	name        string
+	peak        string
+	weightBytes float64
+	note        string
+}{
+	{"bfloat16", "bf16_flops", 2, "unquantized"},
+	{"fp8", "fp8_flops", 1, "per-tensor fp8 (ModelOpt)"},
+	{"fp8_block", "fp8_flops", 1 + 4.0/(128*128), "128x128-block fp8"},
+	{"nvfp4", "fp4_flops", 0.5 + 1.0/16, "NVFP4 weights and activations"},
+	{"int4_wo", "bf16_flops", 0.5 + 2.0/128, "int4 weight-only, group 128 (Marlin)"},
+	{"w4a16_mxfp4", "bf16_flops", 0.5 + 1.0/32, "MXFP4 weights, bf16 activations"},
+	{"w4a8_mxfp4_mxfp8", "fp8_flops", 0.5 + 1.0/32, "MXFP4 weights, MXFP8 activations"},
+}
+
+func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
+	const rel = "moe/vllm/0.24.0/moe_perf.parquet"
+	t, file, err := cf.table(rel)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	c := &cols{t: t}
+	ver, dt, dist, kern := c.str("version"), c.str("moe_dtype"), c.str("distribution"), c.str("kernel_source")
+	T, Hd, In, K, E, TP, EP, lat := c.num("num_tokens"), c.num("hidden_size"), c.num("inter_size"), c.num("topk"),
+		c.num("num_experts"), c.num("moe_tp_size"), c.num("moe_ep_size"), c.num("latency")
+	if c.err != nil {
+		return nil, c.err
+	}
+	y := seconds(lat)
+	known := map[string]bool{}
+	for _, d := range moeDtypes {
+		known[d.name] = true
+	}
+	for i := range y {
+		if !known[dt[i]] {
+			return nil, fmt.Errorf("%s: row %d: unknown moe_dtype %q", file, i, dt[i])
+		}
+	}
+	laws := make([]*catalog.MoELaw, len(moeDtypes))
+	err = parallel(len(moeDtypes), func(di int) error {
+		d := moeDtypes[di]
+		var rows []int
+		otherVersion, approx := 0, 0
+		for i := range y {
+			if dt[i] != d.name || dist[i] != "balanced" || !(y[i] > 0) {
+				continue
+			}
+			if ver[i] != "0.24.0" {
+				otherVersion++
+				continue
+			}
+			// Kimi-K3 rows timed through a SiTU-as-SiLU approximation shim
+			// (moe/collection_meta.yaml), not vLLM's own kernel path.
+			if strings.Contains(kern[i], "situ_as_silu") {
+				approx++
+				continue
+			}
+			rows = append(rows, i)
+		}
+		if len(rows) == 0 || peakOf(cf.chip, d.peak) <= 0 {
+			return nil
+		}
+		fit, held, shapes := splitByShape(rows, func(r int) shapeKey { return shapeKey{Hd[r], In[r], K[r], E[r]} })
+		law := catalog.MoELaw{Dtype: d.name, PeakKey: d.peak, PeakFLOPS: peakOf(cf.chip, d.peak), MemBW: cf.chip.MemBW, WeightBytes: d.weightBytes}
+		set := func(p []float64, l *catalog.MoELaw) {
+			l.T0, l.EffMax, l.TokHalf, l.WidthHalf, l.BWEff, l.BWWidthHalf, l.PerRoutedElem = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
+		}
+		fs := &fitSet{y: y, fit: fit, held: held, heldShapes: shapes,
+			kinds: []paramKind{positive, positive, positive, positive, positive, positive, positive},
+			p0:    []float64{quantile(y, fit, 0.02) / 2, 0.4, 2, 100, 0.8, 20, 2e-12},
+			starts: [][]float64{
+				{1, 1, 0.1, 0.1, 1, 5, 5},
+				{0.5, 2, 1, 1, 1, 1, 1},
+			},
+			predict: func(p []float64, r int) float64 {
+				l := law
+				set(p, &l)
+				// "balanced" routing spreads T·k assignments evenly, so a
+				// rank's distinct experts are min(E/ep, T·k/ep).
+				distinct := math.Min(E[r]/EP[r], T[r]*K[r]/EP[r])
+				return kernel.MoETime(&l, kernel.MoEShape{Tokens: T[r], Hidden: Hd[r], Inter: In[r], TopK: K[r], Experts: E[r], TP: TP[r], EP: EP[r], Distinct: distinct})
+			}}
+		if len(fit) < 2000 { // small sets: more starting points are cheap
+			fs.starts = append(fs.starts, []float64{1, 1, 1, 1, 1, 1, 100}, []float64{1, 1, 1, 1, 1, 1, 0.01}, []float64{1, 0.5, 0.2, 0.2, 0.5, 1, 1})
+		}
+		p, fm, hm := fs.run()
+		set(p, &law)
+		kname, others := dominant(kern, rows)
+		kdesc := kname
+		if others > 0 {
+			kdesc = fmt.Sprintf("%s and %d rows of other kernels", kname, others)
+		}
+		scope := join(
+			fmt.Sprintf("moe_dtype=%s (%s), distribution=balanced (tokens spread evenly over experts; power_law rows not used), version 0.24.0 rows only (%d other-version rows excluded)", d.name, d.note, otherVersion),
+			fmt.Sprintf("kernels: %s (%d rows timed through the situ_as_silu approximation shim excluded)", kdesc, approx),
+			fmt.Sprintf("tokens %g..%g, moe_tp %g..%g, moe_ep %g..%g over %d distinct (hidden, inter, topk, experts)", minOf(T, rows), maxOf(T, rows), minOf(TP, rows), maxOf(TP, rows), minOf(EP, rows), maxOf(EP, rows), shapes),
+			heldRule("(hidden_size, inter_size, topk, num_experts)")+"; fewer than 5 shapes: nothing held out",
+		)
+		law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
+		laws[di] = &law
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.MoELaw
+	for _, l := range laws {
+		if l != nil {
+			out = append(out, *l)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,678 @@
+package catalog
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Fitted step-pricing coefficients, one file per chip, written by
+// `blis calibrate ops --write` from the measured per-operator tables in
+// data/ops (never by hand). kernel/laws.go evaluates them.
+//
+//go:embed coeffs
+var coeffFS embed.FS
+
+// Provenance says where one fitted law comes from and how well it fits.
+type Provenance struct {
+	// Files are the measured tables the law was fitted from, relative to
+	// the repository root (data/ops/...).
+	Files []string `yaml:"files"`
+	// Method is how the numbers were fitted.
+	Method string `yaml:"method"`
+	// Scope is which rows of the files the law covers: shapes, dtypes,
+	// kernels, ranges, and the held-out rule.
+	Scope string `yaml:"scope"`
+	// Rows is how many rows the law was fitted on; HeldOutRows how many
+	// rows of whole held-out shapes it was checked on.
+	Rows        int `yaml:"rows"`
+	HeldOutRows int `yaml:"held_out_rows"`
+	// FitMAPE and HeldOutMAPE are mean absolute percentage errors, in
+	// percent, on the fitted and the held-out rows. HeldOutMAPE is nil
+	// when no whole shape could be held out.
+	FitMAPE     float64  `yaml:"fit_mape_pct"`
+	HeldOutMAPE *float64 `yaml:"held_out_mape_pct"`
+}
+
+// GEMMLaw prices one linear layer's GEMM (kernel.GEMMTime) for one weight
+// dtype as vLLM runs it.
+type GEMMLaw struct {
+	Dtype string `yaml:"dtype"` // bfloat16, fp8 (per-tensor), fp8_block (128×128 blocks), nvfp4
+	// PeakKey names the chip's peak the law scales: bf16_flops, fp8_flops
+	// or fp4_flops. PeakFLOPS and MemBW are filled from the chip.
+	PeakKey   string  `yaml:"peak"`
+	PeakFLOPS float64 `yaml:"-"`
+	MemBW     float64 `yaml:"-"`
+	// WeightBytes per weight element (scales included) and ActBytes per
+	// activation element the GEMM reads.
+	WeightBytes float64 `yaml:"weight_bytes"`
+	ActBytes    float64 `yaml:"act_bytes"`
+	// EffMax is the fraction of the peak a large GEMM reaches; OutHalf the
+	// output size m·n at which the reached fraction is half of EffMax.
+	EffMax  float64 `yaml:"eff_max"`
+	OutHalf float64 `yaml:"out_half"`
+	// BWEff is the fraction of HBM bandwidth the GEMM streams at; T0 its
+	// fixed device latency in seconds.
+	BWEff float64 `yaml:"bw_eff"`
+	T0    float64 `yaml:"t0_s"`
+	// QuantPerRow (seconds per token) and QuantBWEff price the separate
+	// kernel that quantizes the bf16 activations (0 when there is none).
+	QuantPerRow float64 `yaml:"quant_per_row_s"`
+	QuantBWEff  float64 `yaml:"quant_bw_eff"`
+	// HostFloor is the per-call floor measured where the table was timed
+	// without CUDA graphs (host launch overhead, seconds; 0 otherwise).
+	HostFloor  float64    `yaml:"host_floor_s"`
+	Provenance Provenance `yaml:"provenance"`
+}
+
+// AttnDecodeLaw prices a GQA/MHA decode attention call (kernel.AttnDecodeTime).
+type AttnDecodeLaw struct {
+	KVDtype string  `yaml:"kv_dtype"` // bfloat16, fp8
+	Kernel  string  `yaml:"kernel"`   // the kernel_source the law was fitted on
+	KVBytes float64 `yaml:"kv_bytes"` // bytes per cached K or V element
+	MemBW   float64 `yaml:"-"`
+	T0      float64 `yaml:"t0_s"`
+	BWEff   float64 `yaml:"bw_eff"`
+	// PerSeqHead is the fixed cost of one (sequence, KV head) work item, seconds.
+	PerSeqHead float64    `yaml:"per_seq_head_s"`
+	Provenance Provenance `yaml:"provenance"`
+}
+
+// AttnPrefillLaw prices a GQA/MHA prefill (context) attention call
+// (kernel.AttnPrefillTime).
+type AttnPrefillLaw struct {
+	KVDtype   string  `yaml:"kv_dtype"`
+	Kernel    string  `yaml:"kernel"`
+	KVBytes   float64 `yaml:"kv_bytes"`
+	PeakFLOPS float64 `yaml:"-"` // bf16_flops: attention runs in bf16
+	MemBW     float64 `yaml:"-"`
+	T0        float64 `yaml:"t0_s"`
+	EffMax    float64 `yaml:"eff_max"`
+	// WorkHalf is the query-rows × heads count at which the reached
+	// fraction of the peak is half of EffMax.
+	WorkHalf float64 `yaml:"work_half"`
+	// SoftmaxDim is the per-(query, key, head) cost that does not scale
+	// with the head dimension, in head-dim equivalents.
+	SoftmaxDim float64    `yaml:"softmax_dim"`
+	BWEff      float64    `yaml:"bw_eff"`
+	Provenance Provenance `yaml:"provenance"`
+}
+
+// MLALaw prices a whole DeepSeek-style multi-head latent attention module
+// (q/kv down- and up-projections, RoPE, attention, o_proj), decode or
+// prefill (kernel.MLADecodeTime, kernel.MLAPrefillTime).
+type MLALaw struct {
+	GEMMDtype   string  `yaml:"gemm_dtype"` // bfloat16, fp8_block, nvfp4
+	KVDtype     string  `yaml:"kv_dtype"`
+	PeakKey     string  `yaml:"peak"`
+	PeakFLOPS   float64 `yaml:"-"`
+	MemBW       float64 `yaml:"-"`
+	WeightBytes float64 `yaml:"weight_bytes"`
+	KVBytes     float64 `yaml:"kv_bytes"`
+	T0          float64 `yaml:"t0_s"`
+	EffMax      float64 `yaml:"eff_max"`
+	// WorkHalf is the tokens × heads count at which the reached fraction
+	// of the peak is half of EffMax.
+	WorkHalf float64 `yaml:"work_half"`
+	BWEff    float64 `yaml:"bw_eff"`
+	// PerSeqHead is a fixed cost per (sequence, head) in decode, seconds.
+	PerSeqHead float64    `yaml:"per_seq_head_s"`
+	Provenance Provenance `yaml:"provenance"`
+}
+
+// MoELaw prices a fused routed-expert MoE layer (kernel.MoETime).
+type MoELaw struct {
+	Dtype       string  `yaml:"dtype"` // moe_dtype of the table
+	PeakKey     string  `yaml:"peak"`
+	PeakFLOPS   float64 `yaml:"-"`
+	MemBW       float64 `yaml:"-"`
+	WeightBytes float64 `yaml:"weight_bytes"`
+	T0          float64 `yaml:"t0_s"`
+	EffMax      float64 `yaml:"eff_max"`
+	// TokHalf is the tokens per local expert, WidthHalf the per-rank
+	// intermediate width, at which each compute ramp is one half.
+	TokHalf   float64 `yaml:"tok_half"`
+	WidthHalf float64 `yaml:"width_half"`
+	BWEff     float64 `yaml:"bw_eff"`
+	// BWWidthHalf is the per-rank intermediate width at which the
+	// streamed bandwidth is half of BWEff.
+	BWWidthHalf float64 `yaml:"bw_width_half"`
+	// PerRoutedElem is the permutation/reduction cost per routed token
+	// (token × top-k) per hidden element, seconds.
+	PerRoutedElem float64    `yaml:"per_routed_elem_s"`
+	Provenance    Provenance `yaml:"provenance"`
+}
+
+// CommLaw prices one collective (kernel.CommTime): t = Alpha + bytes / BusBW
+// per group size.
+type CommLaw struct {
+	Op         string      `yaml:"op"`   // all_reduce, all_gather, reduce_scatter, alltoall
+	Impl       string      `yaml:"impl"` // nccl, vllm_custom
+	Points     []CommPoint `yaml:"points"`
+	Provenance Provenance  `yaml:"provenance"`
+}
+
+// CommPoint is the law for one group size.
+type CommPoint struct {
+	GPUs  int     `yaml:"gpus"`
+	Alpha float64 `yaml:"alpha_s"`
+	// BW is the effective bytes per second of the message (bytes / BW is
+	// the size-proportional part of the time).
+	BW float64 `yaml:"bw"`
+}
+
+// Coefficients is one chip's fitted laws.
+type Coefficients struct {
+	Chip string `yaml:"chip"` // the catalog chip name
+	// Data is the folder of measured tables the laws were fitted from;
+	// Origin where those tables come from.
+	Data        string           `yaml:"data"`
+	Origin      string           `yaml:"origin"`
+	Generator   string           `yaml:"generator"`
+	GEMM        []GEMMLaw        `yaml:"gemm"`
+	AttnDecode  []AttnDecodeLaw  `yaml:"attention_decode"`
+	AttnPrefill []AttnPrefillLaw `yaml:"attention_prefill"`
+	MLADecode   []MLALaw         `yaml:"mla_decode"`
+	MLAPrefill  []MLALaw         `yaml:"mla_prefill"`
+	MoE         []MoELaw         `yaml:"moe"`
+	Comm        []CommLaw        `yaml:"comm"`
+}
+
+// GEMMFor returns the GEMM law for a weight dtype.
+func (c *Coefficients) GEMMFor(dtype string) (*GEMMLaw, error) {
+	for i := range c.GEMM {
+		if c.GEMM[i].Dtype == dtype {
+			return &c.GEMM[i], nil
+		}
+	}
+	return nil, c.missing("gemm", "dtype", dtype, func(yield func(string)) {
+		for _, l := range c.GEMM {
+			yield(l.Dtype)
+		}
+	})
+}
+
+// AttnDecodeFor returns the decode-attention law for a KV-cache dtype.
+func (c *Coefficients) AttnDecodeFor(kvDtype string) (*AttnDecodeLaw, error) {
+	for i := range c.AttnDecode {
+		if c.AttnDecode[i].KVDtype == kvDtype {
+			return &c.AttnDecode[i], nil
+		}
+	}
+	return nil, c.missing("attention_decode", "kv_dtype", kvDtype, func(yield func(string)) {
+		for _, l := range c.AttnDecode {
+			yield(l.KVDtype)
+		}
+	})
+}
+
+// AttnPrefillFor returns the prefill-attention law for a KV-cache dtype.
+func (c *Coefficients) AttnPrefillFor(kvDtype string) (*AttnPrefillLaw, error) {
+	for i := range c.AttnPrefill {
+		if c.AttnPrefill[i].KVDtype == kvDtype {
+			return &c.AttnPrefill[i], nil
+		}
+	}
+	return nil, c.missing("attention_prefill", "kv_dtype", kvDtype, func(yield func(string)) {
+		for _, l := range c.AttnPrefill {
+			yield(l.KVDtype)
+		}
+	})
+}
+
+// MLADecodeFor and MLAPrefillFor return the MLA module law for a GEMM dtype
+// and KV-cache dtype.
+func (c *Coefficients) MLADecodeFor(gemmDtype, kvDtype string) (*MLALaw, error) {
+	return c.mlaFor("mla_decode", c.MLADecode, gemmDtype, kvDtype)
+}
+
+// MLAPrefillFor: see MLADecodeFor.
+func (c *Coefficients) MLAPrefillFor(gemmDtype, kvDtype string) (*MLALaw, error) {
+	return c.mlaFor("mla_prefill", c.MLAPrefill, gemmDtype, kvDtype)
+}
+
+func (c *Coefficients) mlaFor(section string, laws []MLALaw, gemmDtype, kvDtype string) (*MLALaw, error) {
+	for i := range laws {
+		if laws[i].GEMMDtype == gemmDtype && laws[i].KVDtype == kvDtype {
+			return &laws[i], nil
+		}
+	}
+	return nil, c.missing(section, "gemm_dtype/kv_dtype", gemmDtype+"/"+kvDtype, func(yield func(string)) {
+		for _, l := range laws {
+			yield(l.GEMMDtype + "/" + l.KVDtype)
+		}
+	})
+}
+
+// MoEFor returns the MoE law for a moe_dtype.
+func (c *Coefficients) MoEFor(dtype string) (*MoELaw, error) {
+	for i := range c.MoE {
+		if c.MoE[i].Dtype == dtype {
+			return &c.MoE[i], nil
+		}
+	}
+	return nil, c.missing("moe", "dtype", dtype, func(yield func(string)) {
+		for _, l := range c.MoE {
+			yield(l.Dtype)
+		}
+	})
+}
+
+// CommFor returns the law of one collective and implementation.
+func (c *Coefficients) CommFor(op, impl string) (*CommLaw, error) {
+	for i := range c.Comm {
+		if c.Comm[i].Op == op && c.Comm[i].Impl == impl {
+			return &c.Comm[i], nil
+		}
+	}
+	return nil, c.missing("comm", "op/impl", op+"/"+impl, func(yield func(string)) {
+		for _, l := range c.Comm {
+			yield(l.Op + "/" + l.Impl)
+		}
+	})
+}
+
+func (c *Coefficients) missing(section, key, want string, have func(func(string))) error {
+	var names []string
+	have(func(s string) { names = append(names, s) })
+	return fmt.Errorf("coefficients for %s: no %s law for %s %q; fitted: %s", c.Chip, section, key, want, strings.Join(names, ", "))
+}
+
+// Peak keys a law may name, and the chip field each reads.
+var peakKeys = map[string]func(*Chip) float64{
+	"bf16_flops": func(c *Chip) float64 { return c.BF16FLOPS },
+	"fp8_flops":  func(c *Chip) float64 { return c.FP8FLOPS },
+	"fp4_flops":  func(c *Chip) float64 { return c.FP4FLOPS },
+}
+
+// ParseCoefficients decodes one coefficient file strictly: unknown keys,
+// missing provenance and impossible numbers are errors naming the file and
+// the key. It does not resolve the chip; see Resolve.
+func ParseCoefficients(name string, data []byte) (*Coefficients, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Coefficients
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty file", name)
+		}
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: more than one YAML document", name)
+	}
+	if err := c.validate(name); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+type checker struct {
+	file string
+	err  error
+}
+
+func (k *checker) failf(key, format string, args ...any) {
+	if k.err == nil {
+		k.err = fmt.Errorf("%s: key %q: %s", k.file, key, fmt.Sprintf(format, args...))
+	}
+}
+
+// num checks one number: finite and in [lo, hi].
+func (k *checker) num(key string, v, lo, hi float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
+		k.failf(key, "%g is outside [%g, %g]", v, lo, hi)
+	}
+}
+
+func (k *checker) str(key, v string) {
+	if strings.TrimSpace(v) == "" {
+		k.failf(key, "missing")
+	}
+}
+
+func (k *checker) peak(key, v string) {
+	if _, ok := peakKeys[v]; !ok {
+		k.failf(key, "%q is not one of bf16_flops, fp8_flops, fp4_flops", v)
+	}
+}
+
+func (k *checker) prov(key string, p Provenance) {
+	if len(p.Files) == 0 {
+		k.failf(key+".files", "missing (every law names the tables it was fitted from)")
+	}
+	for _, f := range p.Files {
+		if !strings.HasPrefix(f, "data/ops/") {
+			k.failf(key+".files", "%q is not under data/ops/", f)
+		}
+	}
+	k.str(key+".method", p.Method)
+	k.str(key+".scope", p.Scope)
+	if p.Rows < 1 {
+		k.failf(key+".rows", "%d: a law is fitted on at least one row", p.Rows)
+	}
+	if p.HeldOutRows < 0 {
+		k.failf(key+".held_out_rows", "%d is negative", p.HeldOutRows)
+	}
+	k.num(key+".fit_mape_pct", p.FitMAPE, 0, 1e6)
+	if p.HeldOutMAPE != nil {
+		k.num(key+".held_out_mape_pct", *p.HeldOutMAPE, 0, 1e6)
+		if p.HeldOutRows == 0 {
+			k.failf(key+".held_out_mape_pct", "set with held_out_rows 0")
+		}
+	} else if p.HeldOutRows > 0 {
+		k.failf(key+".held_out_mape_pct", "missing with %d held-out rows", p.HeldOutRows)
+	}
+}
+
+const (
+	maxSeconds = 1.0  // no fixed cost reaches a second
+	maxEff     = 10.0 // fractions of a catalog peak; >1 only when the catalog peak is low
+	maxBytes   = 8.0  // bytes per element
+)
+
+func (c *Coefficients) validate(file string) error {
+	k := &checker{file: file}
+	if c.Chip == "" || c.Chip != strings.ToLower(c.Chip) {
+		k.failf("chip", "want a non-empty lower-case chip name, got %q", c.Chip)
+	}
+	k.str("data", c.Data)
+	k.str("origin", c.Origin)
+	k.str("generator", c.Generator)
+	seen := map[string]bool{}
+	dup := func(section, id string) {
+		if seen[section+"\x00"+id] {
+			k.failf(section, "%q appears twice", id)
+		}
+		seen[section+"\x00"+id] = true
+	}
+	for i, l := range c.GEMM {
+		p := fmt.Sprintf("gemm[%d]", i)
+		k.str(p+".dtype", l.Dtype)
+		dup("gemm", l.Dtype)
+		k.peak(p+".peak", l.PeakKey)
+		k.num(p+".weight_bytes", l.WeightBytes, 1e-3, maxBytes)
+		k.num(p+".act_bytes", l.ActBytes, 1e-3, maxBytes)
+		k.num(p+".eff_max", l.EffMax, 1e-6, maxEff)
+		k.num(p+".out_half", l.OutHalf, 0, 1e15)
+		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
+		k.num(p+".t0_s", l.T0, 0, maxSeconds)
+		k.num(p+".quant_per_row_s", l.QuantPerRow, 0, maxSeconds)
+		k.num(p+".quant_bw_eff", l.QuantBWEff, 0, maxEff)
+		k.num(p+".host_floor_s", l.HostFloor, 0, maxSeconds)
+		k.prov(p+".provenance", l.Provenance)
+	}
+	for i, l := range c.AttnDecode {
+		p := fmt.Sprintf("attention_decode[%d]", i)
+		k.str(p+".kv_dtype", l.KVDtype)
+		dup("attention_decode", l.KVDtype)
+		k.str(p+".kernel", l.Kernel)
+		k.num(p+".kv_bytes", l.KVBytes, 1e-3, maxBytes)
+		k.num(p+".t0_s", l.T0, 0, maxSeconds)
+		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
+		k.num(p+".per_seq_head_s", l.PerSeqHead, 0, maxSeconds)
+		k.prov(p+".provenance", l.Provenance)
+	}
+	for i, l := range c.AttnPrefill {
+		p := fmt.Sprintf("attention_prefill[%d]", i)
+		k.str(p+".kv_dtype", l.KVDtype)
+		dup("attention_prefill", l.KVDtype)
+		k.str(p+".kernel", l.Kernel)
+		k.num(p+".kv_bytes", l.KVBytes, 1e-3, maxBytes)
+		k.num(p+".t0_s", l.T0, 0, maxSeconds)
+		k.num(p+".eff_max", l.EffMax, 1e-6, maxEff)
+		k.num(p+".work_half", l.WorkHalf, 0, 1e15)
+		k.num(p+".softmax_dim", l.SoftmaxDim, 0, 1e6)
+		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
+		k.prov(p+".provenance", l.Provenance)
+	}
+	for sec, laws := range map[string][]MLALaw{"mla_decode": c.MLADecode, "mla_prefill": c.MLAPrefill} {
+		for i, l := range laws {
+			p := fmt.Sprintf("%s[%d]", sec, i)
+			k.str(p+".gemm_dtype", l.GEMMDtype)
+			k.str(p+".kv_dtype", l.KVDtype)
+			dup(sec, l.GEMMDtype+"/"+l.KVDtype)
+			k.peak(p+".peak", l.PeakKey)
+			k.num(p+".weight_bytes", l.WeightBytes, 1e-3, maxBytes)
+			k.num(p+".kv_bytes", l.KVBytes, 1e-3, maxBytes)
+			k.num(p+".t0_s", l.T0, 0, maxSeconds)
+			k.num(p+".eff_max", l.EffMax, 1e-6, maxEff)
+			k.num(p+".work_half", l.WorkHalf, 0, 1e15)
+			k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
+			k.num(p+".per_seq_head_s", l.PerSeqHead, 0, maxSeconds)
+			k.prov(p+".provenance", l.Provenance)
+		}
+	}
+	for i, l := range c.MoE {
+		p := fmt.Sprintf("moe[%d]", i)
+		k.str(p+".dtype", l.Dtype)
+		dup("moe", l.Dtype)
+		k.peak(p+".peak", l.PeakKey)
+		k.num(p+".weight_bytes", l.WeightBytes, 1e-3, maxBytes)
+		k.num(p+".t0_s", l.T0, 0, maxSeconds)
+		k.num(p+".eff_max", l.EffMax, 1e-6, maxEff)
+		k.num(p+".tok_half", l.TokHalf, 0, 1e12)
+		k.num(p+".width_half", l.WidthHalf, 0, 1e12)
+		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
+		k.num(p+".bw_width_half", l.BWWidthHalf, 0, 1e12)
+		k.num(p+".per_routed_elem_s", l.PerRoutedElem, 0, maxSeconds)
+		k.prov(p+".provenance", l.Provenance)
+	}
+	for i, l := range c.Comm {
+		p := fmt.Sprintf("comm[%d]", i)
+		k.str(p+".op", l.Op)
+		k.str(p+".impl", l.Impl)
+		dup("comm", l.Op+"/"+l.Impl)
+		if len(l.Points) == 0 {
+			k.failf(p+".points", "missing or empty")
+		}
+		last := 0
+		for j, pt := range l.Points {
+			q := fmt.Sprintf("%s.points[%d]", p, j)
+			if pt.GPUs < 2 || pt.GPUs <= last {
+				k.failf(q+".gpus", "%d: want group sizes ≥ 2 in increasing order", pt.GPUs)
+			}
+			last = pt.GPUs
+			k.num(q+".alpha_s", pt.Alpha, 0, maxSeconds)
+			k.num(q+".bw", pt.BW, 1, 1e15)
+		}
+		k.prov(p+".provenance", l.Provenance)
+	}
+	return k.err
+}
+
+// Resolve fills each law's chip peaks (PeakFLOPS, MemBW) from ch, which
+// must be the chip the file names.
+func (c *Coefficients) Resolve(ch *Chip) error {
+	if ch.Name != c.Chip {
+		return fmt.Errorf("coefficients for %q resolved against chip %q", c.Chip, ch.Name)
+	}
+	peak := func(key string) (float64, error) {
+		v := peakKeys[key](ch)
+		if v <= 0 {
+			return 0, fmt.Errorf("coefficients for %s: the law needs the chip's %s, which is 0", c.Chip, key)
+		}
+		return v, nil
+	}
+	var err error
+	for i := range c.GEMM {
+		l := &c.GEMM[i]
+		if l.PeakFLOPS, err = peak(l.PeakKey); err != nil {
+			return err
+		}
+		l.MemBW = ch.MemBW
+	}
+	for i := range c.AttnDecode {
+		c.AttnDecode[i].MemBW = ch.MemBW
+	}
+	for i := range c.AttnPrefill {
+		c.AttnPrefill[i].PeakFLOPS, c.AttnPrefill[i].MemBW = ch.BF16FLOPS, ch.MemBW
+	}
+	for _, laws := range [][]MLALaw{c.MLADecode, c.MLAPrefill} {
+		for i := range laws {
+			if laws[i].PeakFLOPS, err = peak(laws[i].PeakKey); err != nil {
+				return err
+			}
+			laws[i].MemBW = ch.MemBW
+		}
+	}
+	for i := range c.MoE {
+		if c.MoE[i].PeakFLOPS, err = peak(c.MoE[i].PeakKey); err != nil {
+			return err
+		}
+		c.MoE[i].MemBW = ch.MemBW
+	}
+	return nil
+}
+
+// MarshalCoefficients writes c in the embedded files' form. Same input,
+// same bytes: fields in declaration order, laws in the order given,
+// floats in Go's shortest exact form.
+func MarshalCoefficients(c *Coefficients) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString("# Fitted step-pricing coefficients for " + c.Chip + ".\n")
+	buf.WriteString("# Written by `blis calibrate ops --write` from " + c.Data + "; do not edit by hand.\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// RoundSig rounds x to sig significant digits, the precision the
+// coefficient files keep.
+func RoundSig(x float64, sig int) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', sig, 64), 64)
+	return v
+}
+
+type coeffRegistry struct {
+	byChip map[string]*Coefficients
+	err    error
+}
+
+var (
+	coeffOnce sync.Once
+	coeffReg  coeffRegistry
+)
+
+func loadCoefficients(fsys fs.FS) coeffRegistry {
+	r := coeffRegistry{byChip: map[string]*Coefficients{}}
+	files, err := fs.Glob(fsys, "coeffs/*.yaml")
+	if err != nil {
+		return coeffRegistry{err: err}
+	}
+	sort.Strings(files)
+	for _, file := range files {
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return coeffRegistry{err: fmt.Errorf("catalog: %v", err)}
+		}
+		c, err := ParseCoefficients("catalog/"+file, data)
+		if err != nil {
+			return coeffRegistry{err: err}
+		}
+		if want := strings.TrimSuffix(path.Base(file), ".yaml"); c.Chip != want {
+			return coeffRegistry{err: fmt.Errorf("catalog/%s: key \"chip\": %q, want the file's name %q", file, c.Chip, want)}
+		}
+		r.byChip[c.Chip] = c
+	}
+	return r
+}
+
+// CoefficientChips lists the chips that have fitted coefficients, sorted.
+func CoefficientChips() []string {
+	coeffOnce.Do(func() { coeffReg = loadCoefficients(coeffFS) })
+	var out []string
+	for k := range coeffReg.byChip {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LookupCoefficients returns the fitted laws for a chip (any name or alias
+// LookupChip accepts), with the chip's peaks filled in. The result is a
+// fresh copy. Chips without measured per-operator tables have no file.
+func LookupCoefficients(chip string) (*Coefficients, error) {
+	coeffOnce.Do(func() { coeffReg = loadCoefficients(coeffFS) })
+	if coeffReg.err != nil {
+		return nil, coeffReg.err
+	}
+	ch, err := LookupChip(chip)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := coeffReg.byChip[ch.Name]
+	if !ok {
+		have := CoefficientChips()
+		return nil, fmt.Errorf("chip %q has no fitted coefficients: only %s have measured per-operator tables (data/ops) to fit from", ch.Name, strings.Join(have, ", "))
+	}
+	cp := c.clone()
+	if err := cp.Resolve(ch); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (p Provenance) clone() Provenance {
+	p.Files = append([]string(nil), p.Files...)
+	if p.HeldOutMAPE != nil {
+		v := *p.HeldOutMAPE
+		p.HeldOutMAPE = &v
+	}
+	return p
+}
+
+func (c *Coefficients) clone() *Coefficients {
+	d := *c
+	d.GEMM = append([]GEMMLaw(nil), c.GEMM...)
+	for i := range d.GEMM {
+		d.GEMM[i].Provenance = d.GEMM[i].Provenance.clone()
+	}
+	d.AttnDecode = append([]AttnDecodeLaw(nil), c.AttnDecode...)
+	for i := range d.AttnDecode {
+		d.AttnDecode[i].Provenance = d.AttnDecode[i].Provenance.clone()
+	}
+	d.AttnPrefill = append([]AttnPrefillLaw(nil), c.AttnPrefill...)
+	for i := range d.AttnPrefill {
+		d.AttnPrefill[i].Provenance = d.AttnPrefill[i].Provenance.clone()
+	}
+	d.MLADecode = append([]MLALaw(nil), c.MLADecode...)
+	for i := range d.MLADecode {
+		d.MLADecode[i].Provenance = d.MLADecode[i].Provenance.clone()
+	}
+	d.MLAPrefill = append([]MLALaw(nil), c.MLAPrefill...)
+	for i := range d.MLAPrefill {
+		d.MLAPrefill[i].Provenance = d.MLAPrefill[i].Provenance.clone()
+	}
+	d.MoE = append([]MoELaw(nil), c.MoE...)
+	for i := range d.MoE {
+		d.MoE[i].Provenance = d.MoE[i].Provenance.clone()
+	}
+	d.Comm = append([]CommLaw(nil), c.Comm...)
+	for i := range d.Comm {
+		d.Comm[i].Points = append([]CommPoint(nil), c.Comm[i].Points...)
+		d.Comm[i].Provenance = d.Comm[i].Provenance.clone()
+	}
+	return &d
+}

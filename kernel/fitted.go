@@ -1,0 +1,528 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"blis/catalog"
+)
+
+// FittedAssumptions are the fitted pricer's constants that no measured
+// kernel table gives: the CPU side of a step and the floor of small
+// memory-bound kernels. Each is a stated assumption, not a fit.
+type FittedAssumptions struct {
+	// HostStepGraphed is the engine's CPU time for a step replayed as one
+	// full CUDA graph (scheduling, input preparation, graph launch, output
+	// processing): 0.4 ms, as roofline-v1 (no measured host data yet).
+	HostStepGraphed time.Duration
+	// HostStepPiecewise is the same for a step run as piecewise CUDA graphs
+	// with attention launched eagerly between them (vLLM's mixed
+	// prefill/decode batches): 1.5 ms.
+	HostStepPiecewise time.Duration
+	// HostStepEager is the same for a fully eager step (--enforce-eager, or
+	// a batch above the largest capture size): 1.5 ms plus each kernel's
+	// launch floor, which the laws' T0 already carries.
+	HostStepEager time.Duration
+	// HostPerSampledToken is sampling, detokenisation and output handling
+	// per row that produces a token: 2 µs.
+	HostPerSampledToken time.Duration
+	// ElementwiseFloor is the shortest a memory-bound kernel (fused
+	// add+RMSNorm, RoPE, SiLU-and-mul, embedding gather) runs on the GPU:
+	// 2 µs, the order of an empty kernel's duration inside a CUDA graph on
+	// Hopper. Bytes beyond it move at the chip's HBM efficiency.
+	ElementwiseFloor time.Duration
+	// CustomAllReduceMaxBytes is the largest all-reduce vLLM's custom
+	// all-reduce kernel handles (vllm/distributed/device_communicators/
+	// custom_all_reduce.py, max_size = 8 MiB); larger ones go to NCCL.
+	CustomAllReduceMaxBytes float64
+	// MaxCUDAGraphTokens is the largest captured batch; 0 means vLLM's
+	// default min(2 × max_num_seqs, 512) (vllm/config/compilation.py, v0.11+).
+	MaxCUDAGraphTokens int
+}
+
+// DefaultFittedAssumptions are the values NewFitted uses.
+var DefaultFittedAssumptions = FittedAssumptions{
+	HostStepGraphed:         400 * time.Microsecond,
+	HostStepPiecewise:       1500 * time.Microsecond,
+	HostStepEager:           1500 * time.Microsecond,
+	HostPerSampledToken:     2 * time.Microsecond,
+	ElementwiseFloor:        2 * time.Microsecond,
+	CustomAllReduceMaxBytes: 8 << 20,
+}
+
+// rows say which of the step's tokens an operator runs on.
+const (
+	rowsAll = iota
+	rowsSampled
+	rowsPrefill
+	rowsDecode
+)
+
+const (
+	termGEMM = iota
+	termAttn
+	termMLA
+	termMoE
+	termElementwise
+	termComm
+)
+
+// term is one operator of the graph, resolved against the deployment and
+// the chip's fitted laws: priced once per step, times its count of layers.
+type term struct {
+	kind  uint8
+	rows  uint8
+	count float64
+	name  string
+
+	gemm    *catalog.GEMMLaw
+	batch   float64 // per-head batched GEMMs (MLA absorb)
+	n, k    float64
+	dec     *catalog.AttnDecodeLaw
+	pre     *catalog.AttnPrefillLaw
+	attn    AttnShape
+	window  float64
+	mlaDec  *catalog.MLALaw
+	mlaPre  *catalog.MLALaw
+	mla     MLAShape
+	moe     *catalog.MoELaw
+	moeSh   MoEShape
+	bytes   float64 // elementwise: bytes per token; comm: message bytes per token
+	comm    *catalog.CommLaw
+	commBig *catalog.CommLaw // NCCL, for all-reduces above the custom kernel's limit
+	gpus    int
+}
+
+// fitted is the "fitted-v1" step pricer: the model's operator graph
+// (catalog.Graph, derived from config.json as vLLM's model files build it)
+// priced operator by operator with laws fitted to kernels measured under
+// vLLM (catalog/coeffs, written by `blis calibrate ops`). A step's time is
+// the sum over operators and resources — no overlap between compute,
+// memory-bound kernels, collectives and the host — which is how a single
+// CUDA stream runs them.
+type fitted struct {
+	terms          []term
+	memBW          float64
+	a              FittedAssumptions
+	enforceEager   bool
+	captureSizes   []int
+	subs           []string
+	hostGraphed    time.Duration
+	hostPiecewise  time.Duration
+	hostEager      time.Duration
+	hostPerSampled time.Duration
+	elemFloor      float64
+}
+
+// NewFitted builds the fitted-v1 pricer for d with the default assumptions.
+// It fails when the chip has no fitted coefficients or the model has no
+// operator graph; callers fall back to the roofline then.
+func NewFitted(d Deployment) (Pricer, error) {
+	return NewFittedWith(d, DefaultFittedAssumptions)
+}
+
+// NewFittedWith is NewFitted with explicit assumptions.
+func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
+	if err := Validate(d); err != nil {
+		return nil, err
+	}
+	co, err := catalog.LookupCoefficients(d.Chip.Name)
+	if err != nil {
+		return nil, err
+	}
+	g, err := catalog.LookupGraph(d.Model.ID)
+	if err != nil {
+		return nil, err
+	}
+	f := &fitted{
+		memBW: d.Chip.MemBW * d.Chip.MemBWEfficiency, a: a, enforceEager: d.EnforceEager,
+		hostGraphed: a.HostStepGraphed, hostPiecewise: a.HostStepPiecewise, hostEager: a.HostStepEager,
+		hostPerSampled: a.HostPerSampledToken, elemFloor: a.ElementwiseFloor.Seconds(),
+	}
+	maxCap := a.MaxCUDAGraphTokens
+	if maxCap <= 0 {
+		maxCap = min(2*d.MaxNumSeqs, 512)
+	}
+	f.captureSizes = captureSizes(maxCap)
+	r := resolver{d: d, co: co, f: f}
+	for _, op := range g.Embed {
+		r.add(op, 1)
+	}
+	for i := range g.Layers {
+		lk := &g.Layers[i]
+		for _, op := range lk.Ops {
+			r.add(op, float64(lk.Count))
+		}
+	}
+	for _, op := range g.Head {
+		r.add(op, 1)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	sort.Strings(f.subs)
+	return f, nil
+}
+
+// captureSizes is vLLM's default list of CUDA-graph batch sizes up to max:
+// 1, 2, 4, then every 8 to 256, then every 16 (vllm/config/compilation.py).
+func captureSizes(maxSize int) []int {
+	var s []int
+	for _, v := range []int{1, 2, 4} {
+		if v <= maxSize {
+			s = append(s, v)
+		}
+	}
+	for v := 8; v < 256 && v <= maxSize; v += 8 {
+		s = append(s, v)
+	}
+	for v := 256; v <= maxSize; v += 16 {
+		s = append(s, v)
+	}
+	return s
+}
+
+func (f *fitted) Name() string { return "fitted-v1" }
+
+// Substitutions lists where a law fitted on another dtype or kernel stands
+// in for one the measured tables lack.
+func (f *fitted) Substitutions() []string { return f.subs }
+
+// resolver turns graph operators into priced terms.
+type resolver struct {
+	d   Deployment
+	co  *catalog.Coefficients
+	f   *fitted
+	err error
+}
+
+func (r *resolver) sub(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	for _, x := range r.f.subs {
+		if x == s {
+			return
+		}
+	}
+	r.f.subs = append(r.f.subs, s)
+}
+
+// gemmDtype maps a graph dtype to a fitted GEMM law's dtype.
+func (r *resolver) gemmLaw(dtype string) *catalog.GEMMLaw {
+	m := r.d.Model
+	want := "bfloat16"
+	switch dtype {
+	case "fp8":
+		want = "fp8"
+		if m.WeightBlock > 0 {
+			want = "fp8_block"
+		}
+	case "nvfp4", "fp4", "mxfp4":
+		want = "nvfp4"
+	case "bf16", "fp16", "":
+		if r.d.Quantization == "fp8" {
+			want = "fp8" // vLLM's online fp8: per-tensor weight scales, dynamic activations
+		}
+	default:
+		want = dtype
+	}
+	l, err := r.co.GEMMFor(want)
+	if err == nil {
+		return l
+	}
+	for _, alt := range []string{"fp8", "fp8_block", "bfloat16"} {
+		if l, err2 := r.co.GEMMFor(alt); err2 == nil {
+			r.sub("gemm %s: no %s law on %s, priced with %s", dtype, want, r.d.Chip.Name, alt)
+			return l
+		}
+	}
+	r.err = err
+	return nil
+}
+
+func (r *resolver) kvDtype() string {
+	switch r.d.KVCacheDtype {
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+		return "fp8"
+	}
+	return "bfloat16"
+}
+
+func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
+	var cands []string
+	switch dtype {
+	case "mxfp4":
+		cands = []string{"mxfp4", "w4a16_mxfp4", "nvfp4", "int4_wo"}
+	case "fp8":
+		if r.d.Model.WeightBlock > 0 {
+			cands = []string{"fp8_block", "fp8"}
+		} else {
+			cands = []string{"fp8", "fp8_block"}
+		}
+	case "nvfp4", "fp4":
+		cands = []string{"nvfp4", "w4a16_mxfp4"}
+	case "int4":
+		cands = []string{"int4_wo", "w4a16_mxfp4"}
+	default:
+		cands = []string{"bfloat16"}
+		if r.d.Quantization == "fp8" {
+			cands = []string{"fp8", "bfloat16"}
+		}
+	}
+	for i, c := range cands {
+		if l, err := r.co.MoEFor(c); err == nil {
+			if i > 0 {
+				r.sub("moe %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
+			}
+			return l
+		}
+	}
+	for _, c := range []string{"bfloat16", "fp8"} {
+		if l, err := r.co.MoEFor(c); err == nil {
+			r.sub("moe %s: no law on %s, priced with %s", dtype, r.d.Chip.Name, c)
+			return l
+		}
+	}
+	r.err = fmt.Errorf("no MoE law for %s experts on %s", dtype, r.d.Chip.Name)
+	return nil
+}
+
+func (r *resolver) commLaw(op, impl string) *catalog.CommLaw {
+	for i := range r.co.Comm {
+		if c := &r.co.Comm[i]; c.Op == op && c.Impl == impl {
+			return c
+		}
+	}
+	return nil
+}
+
+func rowsOf(op catalog.Op) uint8 {
+	switch {
+	case op.Rows == catalog.RowsSampled:
+		return rowsSampled
+	case op.Phase == catalog.PhasePrefill:
+		return rowsPrefill
+	case op.Phase == catalog.PhaseDecode:
+		return rowsDecode
+	}
+	return rowsAll
+}
+
+func (r *resolver) add(op catalog.Op, count float64) {
+	if r.err != nil {
+		return
+	}
+	tp := r.d.TP
+	t := term{rows: rowsOf(op), count: count, name: op.Name}
+	switch op.Kind {
+	case catalog.OpGEMM:
+		batch, n, k := op.RankShape(tp)
+		t.kind, t.batch, t.n, t.k = termGEMM, float64(max(batch, 1)), float64(n), float64(k)
+		if t.gemm = r.gemmLaw(op.Dtype); t.gemm == nil {
+			return
+		}
+	case catalog.OpAttention:
+		a := op.Attn
+		heads := float64(a.Heads) / float64(tp)
+		if a.Kind == "mla" {
+			t.kind = termMLA
+			t.mla = MLAShape{Hidden: float64(r.d.Model.HiddenSize), Heads: heads, QLoraRank: float64(a.QLoraRank),
+				KVLoraRank: float64(a.KVLoraRank), RopeDim: float64(a.QKRopeHeadDim), NopeDim: float64(a.QKNopeHeadDim), VDim: float64(a.VHeadDim)}
+			gd := "bfloat16"
+			if r.d.Model.WeightBlock > 0 {
+				gd = "fp8_block"
+			}
+			var err error
+			if t.mlaDec, err = r.co.MLADecodeFor(gd, r.kvDtype()); err != nil {
+				r.err = err
+				return
+			}
+			if t.mlaPre, err = r.co.MLAPrefillFor(gd, r.kvDtype()); err != nil {
+				r.err = err
+				return
+			}
+			break
+		}
+		t.kind = termAttn
+		t.attn = AttnShape{Heads: heads, KVHeads: math.Max(1, float64(a.KVHeads)/float64(tp)), HeadDim: float64(a.HeadDim)}
+		t.window = float64(a.Window)
+		var err error
+		if t.dec, err = r.co.AttnDecodeFor(r.kvDtype()); err != nil {
+			r.err = err
+			return
+		}
+		if t.pre, err = r.co.AttnPrefillFor(r.kvDtype()); err != nil {
+			r.err = err
+			return
+		}
+	case catalog.OpMoE:
+		m := op.MoE
+		t.kind = termMoE
+		t.moeSh = MoEShape{Hidden: float64(m.Hidden), Inter: float64(m.Inter), TopK: float64(m.TopK),
+			Experts: float64(m.Experts), TP: float64(tp), EP: 1}
+		if t.moe = r.moeLaw(m.Dtype); t.moe == nil {
+			return
+		}
+	case catalog.OpElementwise, catalog.OpEmbedding:
+		t.kind = termElementwise
+		t.bytes = op.BytesPerToken
+		if op.Shard == catalog.ShardSplit || op.Shard == catalog.ShardColumn {
+			t.bytes /= float64(tp)
+		}
+	case catalog.OpCollective:
+		if op.Group != catalog.GroupTP || tp <= 1 {
+			return // DP/EP groups have one member in a single-replica TP deployment
+		}
+		t.kind, t.bytes, t.gpus = termComm, op.BytesPerToken, tp
+		if op.Collective == "all_reduce" {
+			t.comm = r.commLaw("all_reduce", "vllm_custom")
+			t.commBig = r.commLaw("all_reduce", "nccl")
+			if t.comm == nil {
+				t.comm = t.commBig
+			}
+		} else {
+			t.comm = r.commLaw(op.Collective, "nccl")
+			t.commBig = t.comm
+		}
+		if t.comm == nil {
+			r.err = fmt.Errorf("no %s law on %s", op.Collective, r.d.Chip.Name)
+			return
+		}
+	default:
+		r.err = fmt.Errorf("operator %q: kind %q has no law", op.Name, op.Kind)
+		return
+	}
+	// Layer kinds share most operators (dense vs MoE layers, sliding vs full
+	// attention): price each distinct operator once per step.
+	for i := range r.f.terms {
+		u := &r.f.terms[i]
+		c := u.count
+		u.count = t.count
+		if *u == t {
+			u.count = c + t.count
+			return
+		}
+		u.count = c
+	}
+	r.f.terms = append(r.f.terms, t)
+}
+
+// padded is the batch size a CUDA graph replays for tokens (the next
+// capture size), or tokens itself when no graph covers it.
+func (f *fitted) padded(tokens int) (int, bool) {
+	if f.enforceEager || len(f.captureSizes) == 0 || tokens > f.captureSizes[len(f.captureSizes)-1] {
+		return tokens, false
+	}
+	i := sort.SearchInts(f.captureSizes, tokens)
+	return f.captureSizes[i], true
+}
+
+// StepTime prices one step: every operator of the graph at this step's
+// shapes, summed. It allocates nothing.
+func (f *fitted) StepTime(b *Batch) Breakdown {
+	tokens := b.Tokens()
+	if tokens <= 0 {
+		return Breakdown{}
+	}
+	mAll, graphed := f.padded(tokens)
+	pureDecode := b.NumPrefill == 0
+	// Inside a CUDA graph, kernels carry no host launch floor.
+	fullGraph := graphed && pureDecode
+	T := float64(mAll)
+	sampled := float64(max(b.Sampled, 0))
+	pre, dec := float64(max(b.PrefillTokens, 0)), float64(max(b.DecodeTokens, 0))
+	decodeCtx, prefillCtx := float64(max(b.DecodeContext, 0)), float64(max(b.PrefillContext, 0))
+	pairs := math.Max(b.PrefillAttnPairs, 0)
+	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
+
+	var compute, memory, comm float64
+	for i := range f.terms {
+		t := &f.terms[i]
+		m := T
+		switch t.rows {
+		case rowsSampled:
+			m = sampled
+		case rowsPrefill:
+			m = pre
+		case rowsDecode:
+			m = dec
+		}
+		if m <= 0 {
+			continue
+		}
+		switch t.kind {
+		case termGEMM:
+			var s float64
+			if graphed {
+				s = GEMMDeviceTime(t.gemm, m, t.n, t.k)
+			} else {
+				s = GEMMTime(t.gemm, m, t.n, t.k)
+			}
+			compute += t.count * t.batch * s
+		case termAttn:
+			var s float64
+			if nDec > 0 {
+				kv := decodeCtx
+				if t.window > 0 {
+					kv = math.Min(kv, nDec*t.window)
+				}
+				s += AttnDecodeTime(t.dec, t.attn, nDec, kv)
+			}
+			if nPre > 0 {
+				p, c := pairs, prefillCtx
+				if t.window > 0 {
+					p = math.Min(p, pre*t.window)
+					c = math.Min(c, nPre*t.window)
+				}
+				s += AttnPrefillTime(t.pre, t.attn, pre, p, c)
+			}
+			compute += t.count * s
+		case termMLA:
+			var s float64
+			if nDec > 0 {
+				s += MLADecodeTime(t.mlaDec, t.mla, nDec, decodeCtx)
+			}
+			if nPre > 0 {
+				s += MLAPrefillTime(t.mlaPre, t.mla, pre, pairs)
+			}
+			compute += t.count * s
+		case termMoE:
+			sh := t.moeSh
+			sh.Tokens = m
+			compute += t.count * MoETime(t.moe, sh)
+		case termElementwise:
+			memory += t.count * (f.elemFloor + m*t.bytes/f.memBW)
+		case termComm:
+			bytes := m * t.bytes
+			law := t.comm
+			if bytes > f.a.CustomAllReduceMaxBytes {
+				law = t.commBig
+			}
+			comm += t.count * CommTime(law, t.gpus, bytes)
+		}
+	}
+
+	host := f.hostEager
+	switch {
+	case fullGraph:
+		host = f.hostGraphed
+	case graphed:
+		host = f.hostPiecewise
+	}
+	host += time.Duration(sampled) * f.hostPerSampled
+
+	out := Breakdown{Compute: seconds(compute), Memory: seconds(memory), Comm: seconds(comm), Host: host}
+	out.Total = out.Compute + out.Memory + out.Comm + out.Host
+	return out
+}
+
+// Describe lists the priced operators, for `blis run --dry-run`.
+func (f *fitted) Describe() string {
+	var b strings.Builder
+	for _, t := range f.terms {
+		fmt.Fprintf(&b, "%s×%g ", t.name, t.count)
+	}
+	return b.String()
+}

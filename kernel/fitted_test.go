@@ -1,0 +1,134 @@
+package kernel
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"blis/catalog"
+)
+
+func fittedFor(t testing.TB, model, chip string, tp int) Pricer {
+	t.Helper()
+	m, err := catalog.LookupModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := catalog.LookupChip(chip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewFitted(Deployment{Model: m, Chip: c, TP: tp, KVCacheDtype: "auto", MaxNumBatchedTokens: 8192,
+		MaxNumSeqs: 256, MaxModelLen: 8192, BlockSize: 16, GPUMemoryUtilization: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// mixedBatch is 255 decode rows at 2k context plus one 1k-token prefill chunk.
+func mixedBatch() Batch {
+	return Batch{NumDecode: 255, DecodeTokens: 255, DecodeContext: 255 * 2048,
+		NumPrefill: 1, PrefillTokens: 1024, PrefillAttnPairs: 1024 * 1025 / 2, Sampled: 256}
+}
+
+func TestFittedCoversTheCalibratedModels(t *testing.T) {
+	for _, tc := range []struct {
+		model, chip string
+		tp          int
+	}{
+		{"meta-llama/Llama-3.1-8B", "h100", 1},
+		{"nvidia/Llama-3.3-70B-Instruct-FP8", "h100", 4},
+		{"Qwen/Qwen3-32B", "h200", 2},
+		{"openai/gpt-oss-120b", "h100", 2},
+		{"deepseek-ai/DeepSeek-V3", "b200", 8},
+		{"mistralai/Mixtral-8x7B-v0.1", "h100", 2},
+	} {
+		p := fittedFor(t, tc.model, tc.chip, tc.tp)
+		b := mixedBatch()
+		if bd := p.StepTime(&b); bd.Total <= 0 || bd.Compute <= 0 {
+			t.Errorf("%s on %s: %+v", tc.model, tc.chip, bd)
+		}
+	}
+}
+
+func TestFittedIsMonotoneAndSumsResources(t *testing.T) {
+	p := fittedFor(t, "meta-llama/Llama-3.1-8B", "h100", 2)
+	prev := time.Duration(0)
+	for _, rows := range []int{1, 8, 32, 128, 256} {
+		b := Batch{NumDecode: rows, DecodeTokens: rows, DecodeContext: int64(rows) * 1000, Sampled: rows}
+		bd := p.StepTime(&b)
+		if bd.Total < prev {
+			t.Fatalf("decode of %d rows cheaper than fewer rows: %v < %v", rows, bd.Total, prev)
+		}
+		if bd.Total != bd.Compute+bd.Memory+bd.Comm+bd.Host {
+			t.Fatalf("total %v is not the sum of %+v", bd.Total, bd)
+		}
+		if bd.Comm <= 0 {
+			t.Fatal("TP2 must pay for its all-reduces")
+		}
+		prev = bd.Total
+	}
+	short := Batch{NumDecode: 64, DecodeTokens: 64, DecodeContext: 64 * 100, Sampled: 64}
+	long := short
+	long.DecodeContext = 64 * 8000
+	if a, b := p.StepTime(&short), p.StepTime(&long); b.Compute <= a.Compute {
+		t.Fatalf("longer contexts must cost more attention: %v vs %v", a.Compute, b.Compute)
+	}
+	var empty Batch
+	if bd := p.StepTime(&empty); bd.Total != 0 {
+		t.Fatalf("empty batch costs %v", bd.Total)
+	}
+}
+
+// A pure-decode batch replays a CUDA graph at the next capture size: 33
+// rows cost what 40 do, and less host time than a mixed batch.
+func TestFittedPadsToCaptureSizes(t *testing.T) {
+	p := fittedFor(t, "meta-llama/Llama-3.1-8B", "h100", 1)
+	a := Batch{NumDecode: 33, DecodeTokens: 33, DecodeContext: 33 * 500, Sampled: 33}
+	b := Batch{NumDecode: 40, DecodeTokens: 40, DecodeContext: 33 * 500, Sampled: 33}
+	ta, tb := p.StepTime(&a), p.StepTime(&b)
+	if ta.Memory != tb.Memory {
+		t.Fatalf("33 and 40 rows should run the same padded graph: %v vs %v", ta.Memory, tb.Memory)
+	}
+	if got := captureSizes(512); got[0] != 1 || got[3] != 8 || got[len(got)-1] != 512 || len(got) != 3+31+17 {
+		t.Fatalf("capture sizes %v", got)
+	}
+	mixed := mixedBatch()
+	if p.StepTime(&mixed).Host <= ta.Host {
+		t.Fatal("a mixed batch (piecewise graphs) must cost more host time than a full graph")
+	}
+}
+
+func TestFittedNeedsCoefficients(t *testing.T) {
+	m, _ := catalog.LookupModel("meta-llama/Llama-3.1-8B")
+	c, _ := catalog.LookupChip("a100")
+	_, err := NewFitted(Deployment{Model: m, Chip: c, TP: 1, KVCacheDtype: "auto", MaxNumBatchedTokens: 2048,
+		MaxNumSeqs: 256, MaxModelLen: 8192, BlockSize: 16, GPUMemoryUtilization: 0.9})
+	if err == nil || !strings.Contains(err.Error(), "a100") {
+		t.Fatalf("want an error naming the chip without coefficients, got %v", err)
+	}
+}
+
+func TestFittedStepTimeDoesNotAllocate(t *testing.T) {
+	p := fittedFor(t, "deepseek-ai/DeepSeek-V3", "h200", 8)
+	b := mixedBatch()
+	if n := testing.AllocsPerRun(100, func() { p.StepTime(&b) }); n != 0 {
+		t.Fatalf("%v allocations per step", n)
+	}
+}
+
+// BenchmarkFittedStepTime prices a 256-request mixed batch (target ≤ 1 µs,
+// 0 allocations): go test ./kernel -run '^$' -bench FittedStepTime -benchmem
+func BenchmarkFittedStepTime(b *testing.B) {
+	for _, model := range []string{"meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b"} {
+		b.Run(model[strings.Index(model, "/")+1:], func(b *testing.B) {
+			p := fittedFor(b, model, "h200", 8)
+			batch := mixedBatch()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				p.StepTime(&batch)
+			}
+		})
+	}
+}
