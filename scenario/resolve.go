@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -90,8 +91,8 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
-	if r.Pricer, err = kernel.NewRoofline(r.Deployment); err != nil {
-		return nil, &InputError{Msg: err.Error()}
+	if r.Pricer, err = newPricer(s.StepModel, r.Deployment); err != nil {
+		return nil, err
 	}
 	r.Engine = engine.Config{
 		MaxNumSeqs: mns, MaxNumBatchedTokens: mnbt,
@@ -109,10 +110,10 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	r.Random = workload.RandomSpec{
 		InputLen: s.RandomInputLen, OutputLen: s.RandomOutputLen,
 		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
-		PrefixLen: s.RandomPrefixLen, NumPrompts: s.NumPrompts,
+		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, 1000),
 		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
 	}
-	if r.Source, err = workload.NewRandom(r.Random, s.Seed); err != nil {
+	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
 	return r, nil
@@ -126,9 +127,12 @@ func (s Scenario) checkRanges() error {
 	}{
 		{"tensor-parallel-size", s.TensorParallelSize},
 		{"block-size", s.BlockSize},
-		{"num-prompts", s.NumPrompts},
-		{"random-input-len", s.RandomInputLen},
-		{"random-output-len", s.RandomOutputLen},
+	}
+	if s.Dataset() == workload.DatasetRandom {
+		pos = append(pos, []struct {
+			key string
+			v   int
+		}{{"random-input-len", s.RandomInputLen}, {"random-output-len", s.RandomOutputLen}}...)
 	}
 	for _, p := range pos {
 		if p.v < 1 {
@@ -147,6 +151,7 @@ func (s Scenario) checkRanges() error {
 		{"random-prefix-len", s.RandomPrefixLen},
 		{"max-concurrency", s.MaxConcurrency},
 		{"num-warmups", s.NumWarmups},
+		{"num-prompts", s.NumPrompts},
 	}
 	for _, p := range nonNeg {
 		if p.v < 0 {
@@ -161,9 +166,6 @@ func (s Scenario) checkRanges() error {
 	}
 	if !(s.Burstiness > 0) {
 		return bad("burstiness", fmt.Sprint(s.Burstiness), "must be > 0")
-	}
-	if s.DatasetName != "random" {
-		return bad("dataset-name", s.DatasetName, "supported: random")
 	}
 	switch s.BlockSize {
 	case 1, 8, 16, 32, 64, 128, 256:
@@ -183,4 +185,50 @@ func (s Scenario) checkRanges() error {
 		}
 	}
 	return nil
+}
+
+// newPricer builds the step pricer --step-model names. auto takes the
+// fitted pricer where the chip has fitted coefficients and the model an
+// operator graph, and the roofline otherwise.
+func newPricer(name string, d kernel.Deployment) (kernel.Pricer, error) {
+	switch name {
+	case "roofline":
+		p, err := kernel.NewRoofline(d)
+		if err != nil {
+			return nil, &InputError{Msg: err.Error()}
+		}
+		return p, nil
+	case "fitted":
+		p, err := kernel.NewFitted(d)
+		if err != nil {
+			return nil, bad("step-model", name, err.Error())
+		}
+		return p, nil
+	case "auto", "":
+		if p, err := kernel.NewFitted(d); err == nil {
+			return p, nil
+		}
+		return newPricer("roofline", d)
+	}
+	return nil, bad("step-model", name, "allowed: auto, fitted, roofline")
+}
+
+// traceSpec is the workload the scenario names.
+func (s Scenario) traceSpec(random workload.RandomSpec) workload.TraceSpec {
+	return workload.TraceSpec{
+		DatasetName: s.DatasetName, DatasetPath: s.DatasetPath, InputFile: s.InputFile,
+		CustomDatasetType: s.CustomDatasetType, NumPrompts: s.NumPrompts,
+		RequestRate: s.RequestRate, Burstiness: s.Burstiness, Seed: s.Seed,
+		FixedSchedule: s.FixedSchedule, FixedScheduleAutoOffset: s.FixedScheduleAutoOffset,
+		FixedScheduleStartOffset: s.FixedScheduleStartOffset, FixedScheduleEndOffset: s.FixedScheduleEndOffset,
+		FixedScheduleSpeedup: s.FixedScheduleSpeedup, ISLBlockSize: s.ISLBlockSize, Lenient: s.TraceSkipInvalid,
+		Random: random, ShareGPTOutputLen: s.ShareGPTOutputLen, DisableShuffle: s.DisableShuffle,
+		PrefixRepetition: s.PrefixRepetition, SharedPrefix: s.SharedPrefix, Agentic: s.Agentic,
+	}
+}
+
+// Dataset is the workload's effective name: --dataset-name, else aiperf's
+// --custom-dataset-type, else random.
+func (s Scenario) Dataset() string {
+	return cmp.Or(s.DatasetName, s.CustomDatasetType, workload.DatasetRandom)
 }

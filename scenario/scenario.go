@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	suggestpkg "blis/internal/suggest"
+	"blis/workload"
 )
 
 // Scenario holds every setting. Zero values of the "0 = vLLM's default"
@@ -55,11 +56,33 @@ type Scenario struct {
 	MetricPercentiles []float64
 	PercentileMetrics string
 
+	// traces and other datasets (vllm bench / aiperf / inference-perf names)
+	DatasetPath              string
+	InputFile                string
+	CustomDatasetType        string
+	FixedSchedule            bool
+	FixedScheduleAutoOffset  bool
+	FixedScheduleStartOffset int64
+	FixedScheduleEndOffset   int64
+	FixedScheduleSpeedup     float64
+	ISLBlockSize             int
+	TraceSkipInvalid         bool
+	ShareGPTOutputLen        int
+	DisableShuffle           bool
+	PrefixRepetition         workload.PrefixRepetitionSpec
+	SharedPrefix             workload.SharedPrefixSpec
+	Agentic                  workload.AgenticSpec
+
+	// BLIS
+	StepModel string // "auto" (fitted where the chip has coefficients, else roofline), "fitted", "roofline"
+
 	// output
 	SaveResult     bool
 	SaveDetailed   bool
 	ResultDir      string
 	ResultFilename string
+	Export         string // comma list of export formats
+	ExportDir      string
 }
 
 // Defaults returns vLLM's own defaults (vllm serve / vllm bench serve as of
@@ -75,15 +98,17 @@ func Defaults() Scenario {
 		EnablePrefixCaching:  true,
 		EnableChunkedPrefill: true,
 
-		DatasetName:       "random",
 		RandomInputLen:    1024,
 		RandomOutputLen:   128,
 		RandomRangeStyle:  "current",
-		NumPrompts:        1000,
 		RequestRate:       math.Inf(1),
 		Burstiness:        1,
 		MetricPercentiles: []float64{50, 90, 95, 99},
 		PercentileMetrics: "ttft,tpot,itl,e2el",
+		StepModel:         "auto",
+		PrefixRepetition:  workload.DefaultPrefixRepetitionSpec(),
+		SharedPrefix:      workload.DefaultSharedPrefixSpec(),
+		Agentic:           workload.DefaultAgenticSpec(),
 	}
 }
 
@@ -112,6 +137,10 @@ func (s *Scenario) Settings() []Setting {
 	ee, eeNeg := b(&s.EnforceEager)
 	sr, _ := b(&s.SaveResult)
 	sd, _ := b(&s.SaveDetailed)
+	fs, _ := b(&s.FixedSchedule)
+	fsao, _ := b(&s.FixedScheduleAutoOffset)
+	tsi, _ := b(&s.TraceSkipInvalid)
+	ds, _ := b(&s.DisableShuffle)
 	return []Setting{
 		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (case-insensitive) or short alias, e.g. meta-llama/Llama-3.1-70B, qwen3-32b"},
 		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: h100, h200, a100, b200 (h100_sxm style accepted)"},
@@ -129,13 +158,13 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "long-prefill-token-threshold", Group: "serve", Value: intValue{&s.LongPrefillTokenThreshold}, Usage: "cap on one request's prefill tokens per step (0 = off)"},
 		{Name: "enforce-eager", Group: "serve", Value: ee, Neg: eeNeg, Usage: "no CUDA graphs"},
 
-		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: random"},
+		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", ") + " (default random, or --custom-dataset-type)"},
 		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},
 		{Name: "random-output-len", Group: "bench", Value: intValue{&s.RandomOutputLen}, Usage: "mean output tokens (random dataset); honoured exactly, as with --ignore-eos"},
 		{Name: "random-range-ratio", Group: "bench", Value: floatValue{&s.RandomRangeRatio}, Usage: "length spread: uniform in [L(1-r), L(1+r)] (current) or [L·r, L] (legacy)"},
 		{Name: "random-range-style", Group: "bench", Value: stringValue{&s.RandomRangeStyle}, Usage: "current (vllm bench today) or legacy (old benchmark_serving.py, InferenceX's client)"},
 		{Name: "random-prefix-len", Group: "bench", Value: intValue{&s.RandomPrefixLen}, Usage: "tokens of a prefix shared by every prompt"},
-		{Name: "num-prompts", Group: "bench", Value: intValue{&s.NumPrompts}, Usage: "requests in the timed run"},
+		{Name: "num-prompts", Group: "bench", Value: intValue{&s.NumPrompts}, Usage: "requests in the timed run (0: the dataset's default: 1000 for random, sharegpt and prefix_repetition, the whole file for traces)"},
 		{Name: "max-concurrency", Group: "bench", Value: intValue{&s.MaxConcurrency}, Usage: "max requests in flight (0 = no cap)"},
 		{Name: "request-rate", Group: "bench", Value: rateValue{&s.RequestRate}, Usage: "requests per second, or inf to release all at once"},
 		{Name: "burstiness", Group: "bench", Value: floatValue{&s.Burstiness}, Usage: "gamma shape of inter-arrival times (1 = Poisson)"},
@@ -144,9 +173,37 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "metric-percentiles", Group: "bench", Value: floatListValue{&s.MetricPercentiles}, Usage: "comma-separated percentiles to report"},
 		{Name: "percentile-metrics", Group: "bench", Value: stringValue{&s.PercentileMetrics}, Usage: "comma-separated metrics printed with percentiles: ttft,tpot,itl,e2el"},
 
+		{Name: "dataset-path", Group: "trace", Value: stringValue{&s.DatasetPath}, Usage: "dataset or trace file (vllm bench)"},
+		{Name: "input-file", Group: "trace", Value: stringValue{&s.InputFile}, Usage: "trace file (aiperf); same as --dataset-path"},
+		{Name: "custom-dataset-type", Group: "trace", Value: stringValue{&s.CustomDatasetType}, Usage: "aiperf's trace type, e.g. mooncake_trace"},
+		{Name: "fixed-schedule", Group: "trace", Value: fs, Usage: "send each request at its trace timestamp (aiperf)"},
+		{Name: "fixed-schedule-auto-offset", Group: "trace", Value: fsao, Usage: "count timestamps from the first one"},
+		{Name: "fixed-schedule-start-offset", Group: "trace", Value: int64Value{&s.FixedScheduleStartOffset}, Usage: "keep records from this timestamp on, ms"},
+		{Name: "fixed-schedule-end-offset", Group: "trace", Value: int64Value{&s.FixedScheduleEndOffset}, Usage: "keep records up to this timestamp, ms"},
+		{Name: "fixed-schedule-speedup", Group: "trace", Value: floatValue{&s.FixedScheduleSpeedup}, Usage: "divide trace time offsets and delays by this"},
+		{Name: "isl-block-size", Group: "trace", Value: intValue{&s.ISLBlockSize}, Usage: "tokens per mooncake hash id (default 512)"},
+		{Name: "trace-skip-invalid", Group: "trace", Value: tsi, Usage: "skip (and count) trace records with impossible values instead of failing"},
+		{Name: "sharegpt-output-len", Group: "trace", Value: intValue{&s.ShareGPTOutputLen}, Usage: "output length of every ShareGPT request (0: the reply's length)"},
+		{Name: "disable-shuffle", Group: "trace", Value: ds, Usage: "take dataset entries in file order"},
+		{Name: "prefix-repetition-prefix-len", Group: "trace", Value: intValue{&s.PrefixRepetition.PrefixLen}, Usage: "prefix_repetition: prefix tokens"},
+		{Name: "prefix-repetition-suffix-len", Group: "trace", Value: intValue{&s.PrefixRepetition.SuffixLen}, Usage: "prefix_repetition: suffix tokens"},
+		{Name: "prefix-repetition-num-prefixes", Group: "trace", Value: intValue{&s.PrefixRepetition.NumPrefixes}, Usage: "prefix_repetition: distinct prefixes"},
+		{Name: "prefix-repetition-output-len", Group: "trace", Value: intValue{&s.PrefixRepetition.OutputLen}, Usage: "prefix_repetition: output tokens"},
+		{Name: "shared-prefix-num-groups", Group: "trace", Value: intValue{&s.SharedPrefix.NumGroups}, Usage: "shared_prefix (inference-perf): system prompts"},
+		{Name: "shared-prefix-num-prompts-per-group", Group: "trace", Value: intValue{&s.SharedPrefix.NumPromptsPerGroup}, Usage: "shared_prefix: questions per system prompt"},
+		{Name: "shared-prefix-system-prompt-len", Group: "trace", Value: intValue{&s.SharedPrefix.SystemPromptLen}, Usage: "shared_prefix: system prompt tokens"},
+		{Name: "shared-prefix-question-len", Group: "trace", Value: intValue{&s.SharedPrefix.QuestionLen}, Usage: "shared_prefix: question tokens"},
+		{Name: "shared-prefix-output-len", Group: "trace", Value: intValue{&s.SharedPrefix.OutputLen}, Usage: "shared_prefix: output tokens"},
+		{Name: "agentic-num-sessions", Group: "trace", Value: intValue{&s.Agentic.NumSessions}, Usage: "agentic: synthetic coding sessions"},
+		{Name: "agentic-session-rate", Group: "trace", Value: floatValue{&s.Agentic.SessionRate}, Usage: "agentic: sessions started per second"},
+
+		{Name: "step-model", Group: "blis", Value: stringValue{&s.StepModel}, Usage: "step pricer: auto (fitted-v1 where the chip has fitted kernel coefficients, else roofline-v1), fitted, roofline"},
+
 		{Name: "save-result", Group: "output", Value: sr, Usage: "write the vLLM bench result JSON"},
 		{Name: "save-detailed", Group: "output", Value: sd, Usage: "add per-request arrays to the result JSON"},
 		{Name: "result-dir", Group: "output", Value: stringValue{&s.ResultDir}, Usage: "directory of the result JSON"},
+		{Name: "export", Group: "output", Value: stringValue{&s.Export}, Usage: "also write these benchmark-client formats: aiperf, guidellm, llmd, vllm, inferencex (comma list)"},
+		{Name: "export-dir", Group: "output", Value: stringValue{&s.ExportDir}, Usage: "directory of the --export files (default: the current directory)"},
 		{Name: "result-filename", Group: "output", Value: stringValue{&s.ResultFilename}, Usage: "name of the result JSON (default: blis-<model>-<hardware>-tp<N>.json)"},
 	}
 }

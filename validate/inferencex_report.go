@@ -40,7 +40,7 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 	p("Rows: %d in the file, %d filtered out (--model/--hardware), %d simulated, %d skipped.\n",
 		r.Total, r.Filtered, len(r.Rows), len(r.Skipped))
 	p("Compared: BLIS %s TTFT and TPOT vs silicon_ttft_ms and silicon_tpot_ms (--statistic %s). Which statistic\n", r.Statistic, r.Statistic)
-	p("  InferenceX stored is unconfirmed (the median is likelier; see data/e2e/PROVENANCE.md).\n")
+	p("  InferenceX stored is not documented; the rows' TTFT growth with concurrency says mean (data/e2e/PROVENANCE.md).\n")
 	step := r.StepModel
 	if step == "" {
 		step = "-"

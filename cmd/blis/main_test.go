@@ -46,7 +46,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{[]string{"run", "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"run", "--request-rate", "0"}, 2, "--request-rate"},
 		{[]string{"run", "--request-rate", "-2"}, 2, "must be > 0"},
-		{[]string{"run", "--num-prompts", "0"}, 2, "--num-prompts"},
+		{[]string{"run", "--num-prompts", "-1"}, 2, "--num-prompts"},
 		{[]string{"run", "--max-concurrency", "-1"}, 2, "--max-concurrency"},
 		{[]string{"run", "-tp", "3", "--model", "meta-llama/Llama-3.1-70B", "--hardware", "h200"}, 2, "does not divide num_attention_heads 64"},
 		{[]string{"run", "--model", "meta-llama/Llama-3.1-70B"}, 2, "does not fit"},
@@ -120,5 +120,33 @@ func TestNormalizeArgs(t *testing.T) {
 	want := []string{"--tensor-parallel-size", "2", "--tensor-parallel-size=4", "--max-num-seqs=8", "--random-input-len", "5", "x_y.yaml", "--", "--a_b"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
+
+func TestExportWritesEveryFormat(t *testing.T) {
+	dir := t.TempDir()
+	args := append([]string{"run", "--export", "aiperf,guidellm,llmd,vllm,inferencex", "--export-dir", dir}, small...)
+	if code, _, errOut := runCLI(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, f := range []string{"profile_export.jsonl", "profile_export_aiperf.json", "profile_export_aiperf.csv",
+		"benchmarks.json", "benchmark_report_v0.2.yaml", "vllm_bench_result.json", "inferencex_agg.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	if code, _, errOut := runCLI(t, "run", "--export", "csv"); code != 2 || !strings.Contains(errOut, "allowed:") {
+		t.Fatalf("bad format: exit %d, %s", code, errOut)
+	}
+}
+
+func TestMooncakeTraceReplay(t *testing.T) {
+	code, out, errOut := runCLI(t, "run", "--input-file", "../../workload/testdata/mooncake_conversation_head200.jsonl",
+		"--custom-dataset-type", "mooncake_trace", "--fixed-schedule")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "Successful requests:                     200") || strings.Contains(out, "Maximum request concurrency") {
+		t.Fatalf("a trace replays every record with no cap from the default scenario:\n%s", out)
 	}
 }

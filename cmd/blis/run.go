@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"blis/cluster"
 	"blis/metrics"
 	"blis/scenario"
+	"blis/workload"
 )
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -46,7 +48,18 @@ override the scenario file's keys, which use the same names.`,
 			}
 			fs := cmd.Flags()
 			changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
-			if err := s.ApplyYAML(file, data, changed); err != nil {
+			skip := changed
+			if len(args) == 0 && s.Dataset() != workload.DatasetRandom {
+				// The embedded default's load (random lengths, 1000 prompts,
+				// 32 concurrent) describes its random workload, not the
+				// dataset or trace the user named: keep only its deployment.
+				group := map[string]string{}
+				for _, st := range s.Settings() {
+					group[st.Name] = st.Group
+				}
+				skip = func(name string) bool { return changed(name) || group[name] == "bench" }
+			}
+			if err := s.ApplyYAML(file, data, skip); err != nil {
 				return err
 			}
 			return runScenario(s, dryRun, stdout, stderr)
@@ -62,6 +75,11 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	for _, f := range strings.Split(s.Export, ",") {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(metrics.ExportFormats(), f) {
+			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(metrics.ExportFormats(), ", ")}
+		}
+	}
 	printStartup(stderr, res)
 	if dryRun {
 		return printPlan(stdout, res)
@@ -73,7 +91,9 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 		}
 	}
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
-		Percentiles: s.MetricPercentiles, Metrics: metricNames, Detailed: s.SaveDetailed,
+		Percentiles: s.MetricPercentiles, Metrics: metricNames,
+		// aiperf's per-request export lists every chunk gap.
+		Detailed: s.SaveDetailed || strings.Contains(s.Export, "aiperf"),
 	})
 	if err != nil {
 		return &scenario.InputError{Msg: err.Error()}
@@ -104,6 +124,11 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if s.Export != "" {
+		if err := export(s, res, out, summary, stderr); err != nil {
+			return err
+		}
 	}
 	if s.SaveResult || s.SaveDetailed {
 		path := resultPath(s, res.Model.ID)
@@ -263,4 +288,43 @@ func commas(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// export writes the --export formats into --export-dir.
+func export(s scenario.Scenario, res *scenario.Resolved, out cluster.Result, summary *metrics.Result, stderr io.Writer) error {
+	var formats []string
+	for _, f := range strings.Split(s.Export, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			formats = append(formats, f)
+		}
+	}
+	info := metrics.RunInfo{
+		Model: res.Model.ID, Chip: strings.ToUpper(res.Chip.Name), Precision: res.Model.WeightDtype,
+		TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, RangeRatio: s.RandomRangeRatio,
+		Seed: s.Seed, Version: buildVersion(),
+	}
+	if out.Turns != nil {
+		turns := out.Turns
+		info.Conversation = func(i int64) (int64, int) {
+			if t, ok := turns[i]; ok {
+				return int64(t.Session), t.Turn
+			}
+			return -1 - i, 0 // a request outside any session: its own conversation
+		}
+	}
+	dir := s.ExportDir
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	paths, err := metrics.Export(dir, formats, summary, info)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		fmt.Fprintf(stderr, "Exported %s\n", p)
+	}
+	return nil
 }
