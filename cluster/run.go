@@ -43,6 +43,11 @@ type Result struct {
 	Completed      int64
 	Rejected       int64
 	Engine         engine.Stats
+	// Sessions counts multi-turn follow-ups read from the source; Turns maps
+	// each timed session request's index to its session and turn (only
+	// requests that belong to a session are listed).
+	Sessions struct{ FollowUps int64 }
+	Turns    map[int64]SessionTurn
 	// StepTime sums the kernel's per-resource breakdown over the timed
 	// phase's steps; TimedSteps counts them.
 	StepTime   kernel.Breakdown
@@ -50,14 +55,21 @@ type Result struct {
 }
 
 const (
-	evRelease = iota // the client's request process releases the next request
-	evStepEnd        // the replica's step in flight ends
+	evRelease  = iota // the client's request process releases the next request
+	evStepEnd         // the replica's step in flight ends
+	evFollowUp        // a session's follow-up turn is released (Arg: index into followQ)
 )
 
 const (
 	tagWarmup = 1
 	tagTimed  = 2
 )
+
+// SessionTurn is a request's place in a multi-turn session.
+type SessionTurn struct {
+	Session uint64
+	Turn    int
+}
 
 // ErrStalled means the engine had queued work but could form no batch and
 // nothing else could change that: a modelling bug, never user input.
@@ -95,6 +107,10 @@ type driver struct {
 	releasePending bool             // an evRelease is queued
 	first          workload.Request // first request, template of the warm-ups
 	warmups        int              // warm-ups not yet finished
+
+	sessions   map[uint64]*session
+	followQ    []*workload.Request // follow-ups with a pending release, by event Arg
+	followFree []int64             // free slots of followQ
 
 	batch kernel.Batch
 	res   Result
@@ -154,13 +170,7 @@ func (d *driver) run() (Result, error) {
 			break
 		}
 		d.now = ev.At
-		switch ev.Kind {
-		case evRelease:
-			d.releasePending = false
-			d.fill()
-		case evStepEnd:
-			d.endStep()
-		}
+		d.dispatch(ev)
 		// Handle everything else due at the same instant before scheduling,
 		// so a step sees all requests that arrived by its start.
 		for {
@@ -169,13 +179,11 @@ func (d *driver) run() (Result, error) {
 				break
 			}
 			d.q.Pop()
-			if e2.Kind == evRelease {
-				d.releasePending = false
-				d.fill()
-			} else {
-				d.endStep()
-			}
+			d.dispatch(e2)
 		}
+	}
+	if err := workload.Err(d.src); err != nil {
+		return d.res, err
 	}
 	if d.eng.HasWork() || d.inFlight > 0 || d.hasNext {
 		return d.res, fmt.Errorf("%w: %d waiting, %d running, %d in flight",
@@ -191,6 +199,34 @@ func (d *driver) run() (Result, error) {
 func (d *driver) maybeStartTimed() {
 	if !d.timed && d.warmups == 0 {
 		d.startTimed()
+	}
+}
+
+func (d *driver) dispatch(ev sim.Event) {
+	switch ev.Kind {
+	case evRelease:
+		d.releasePending = false
+		d.fill()
+	case evStepEnd:
+		d.endStep()
+	case evFollowUp:
+		d.releaseFollowUp(ev.Arg)
+	}
+}
+
+// advance reads the source up to the next request the request process
+// releases by itself (standalone or a session's first turn), parking the
+// follow-up turns met on the way.
+func (d *driver) advance() {
+	for {
+		if d.hasNext = d.src.Next(&d.next); !d.hasNext {
+			return
+		}
+		if !isFollowUp(&d.next) {
+			d.releaseAt = d.t0 + d.next.Arrival
+			return
+		}
+		d.park(&d.next)
 	}
 }
 
@@ -241,11 +277,10 @@ func (d *driver) fill() {
 			break
 		}
 		r := d.newRequest(&d.next, tagTimed, uint64(d.next.Index)<<1)
+		r.SessionID, r.Turn, r.Final = d.next.SessionID, d.next.Turn, d.next.Final
 		r.Released = d.releaseAt
 		d.res.Sent++
-		if d.hasNext = d.src.Next(&d.next); d.hasNext {
-			d.releaseAt = d.t0 + d.next.Arrival
-		}
+		d.advance()
 		d.send(r)
 	}
 	if d.bhead == len(d.blocked) {
@@ -268,6 +303,13 @@ func (d *driver) leave(r *engine.Request) {
 	d.inFlight--
 	if r.Tag == tagTimed {
 		d.recordTimed(r)
+		if r.SessionID != 0 {
+			if d.res.Turns == nil {
+				d.res.Turns = map[int64]SessionTurn{}
+			}
+			d.res.Turns[r.ID] = SessionTurn{r.SessionID, r.Turn}
+		}
+		d.sessionDone(r)
 	} else {
 		d.warmups--
 	}

@@ -46,6 +46,11 @@ type Request struct {
 	// the engine ignores them.
 	Tag      int
 	Released time.Duration
+	// SessionID, Turn and Final name a multi-turn request's place in its
+	// session (driver-owned; 0 = not a session turn).
+	SessionID uint64
+	Turn      int
+	Final     bool
 
 	scheduledOnce bool
 	blocks        []int32  // KV blocks held, in token order
