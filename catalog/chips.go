@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -175,23 +174,12 @@ func chipKey(s string) string {
 
 func loadChips(fsys fs.FS) chipRegistry {
 	r := chipRegistry{index: map[string]*Chip{}}
-	files, err := fs.Glob(fsys, "chips/*.yaml")
+	chips, err := loadNamedYAML(fsys, "chips/*.yaml", "name", ParseChip, func(c *Chip) string { return c.Name })
 	if err != nil {
 		return chipRegistry{err: err}
 	}
-	sort.Strings(files)
-	for _, file := range files {
-		data, err := fs.ReadFile(fsys, file)
-		if err != nil {
-			return chipRegistry{err: fmt.Errorf("catalog: %v", err)}
-		}
-		c, err := ParseChip("catalog/"+file, data)
-		if err != nil {
-			return chipRegistry{err: err}
-		}
-		if want := strings.TrimSuffix(path.Base(file), ".yaml"); c.Name != want {
-			return chipRegistry{err: fmt.Errorf("catalog/%s: key \"name\": %q, want the file's name %q", file, c.Name, want)}
-		}
+	for _, c := range chips {
+		file := "chips/" + c.Name + ".yaml"
 		for _, a := range append([]string{c.Name}, c.Aliases...) {
 			k := chipKey(a)
 			if other, dup := r.index[k]; dup && other != c {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -577,23 +576,11 @@ var (
 
 func loadCoefficients(fsys fs.FS) coeffRegistry {
 	r := coeffRegistry{byChip: map[string]*Coefficients{}}
-	files, err := fs.Glob(fsys, "coeffs/*.yaml")
+	all, err := loadNamedYAML(fsys, "coeffs/*.yaml", "chip", ParseCoefficients, func(c *Coefficients) string { return c.Chip })
 	if err != nil {
 		return coeffRegistry{err: err}
 	}
-	sort.Strings(files)
-	for _, file := range files {
-		data, err := fs.ReadFile(fsys, file)
-		if err != nil {
-			return coeffRegistry{err: fmt.Errorf("catalog: %v", err)}
-		}
-		c, err := ParseCoefficients("catalog/"+file, data)
-		if err != nil {
-			return coeffRegistry{err: err}
-		}
-		if want := strings.TrimSuffix(path.Base(file), ".yaml"); c.Chip != want {
-			return coeffRegistry{err: fmt.Errorf("catalog/%s: key \"chip\": %q, want the file's name %q", file, c.Chip, want)}
-		}
+	for _, c := range all {
 		r.byChip[c.Chip] = c
 	}
 	return r
