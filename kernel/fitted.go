@@ -107,7 +107,8 @@ type fitted struct {
 	terms          []term
 	memBW          float64
 	a              FittedAssumptions
-	enforceEager   bool
+	mode           string // effective cudagraph mode ("NONE" when eager)
+	async          bool
 	captureSizes   []int
 	subs           []string
 	hostGraphed    time.Duration
@@ -137,16 +138,30 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode := d.CUDAGraphMode
+	switch {
+	case d.EnforceEager:
+		mode = "NONE"
+	case mode == "":
+		mode = "FULL_AND_PIECEWISE"
+	}
 	f := &fitted{
-		memBW: d.Chip.MemBW * d.Chip.MemBWEfficiency, a: a, enforceEager: d.EnforceEager,
+		memBW: d.Chip.MemBW * d.Chip.MemBWEfficiency, a: a, mode: mode, async: d.AsyncScheduling,
 		hostGraphed: a.HostStepGraphed, hostPiecewise: a.HostStepPiecewise, hostEager: a.HostStepEager,
 		hostPerSampled: a.HostPerSampledToken, elemFloor: a.ElementwiseFloor.Seconds(),
 	}
 	maxCap := a.MaxCUDAGraphTokens
+	if d.MaxCUDAGraphCaptureSize > 0 {
+		maxCap = d.MaxCUDAGraphCaptureSize
+	}
 	if maxCap <= 0 {
 		maxCap = min(2*d.MaxNumSeqs, 512)
 	}
 	f.captureSizes = captureSizes(maxCap)
+	if len(d.CaptureSizes) > 0 {
+		f.captureSizes = append([]int(nil), d.CaptureSizes...)
+		sort.Ints(f.captureSizes)
+	}
 	r := resolver{d: d, co: co, f: f}
 	for _, op := range g.Embed {
 		r.add(op, 1)
@@ -409,14 +424,30 @@ func (r *resolver) add(op catalog.Op, count float64) {
 	r.f.terms = append(r.f.terms, t)
 }
 
-// padded is the batch size a CUDA graph replays for tokens (the next
-// capture size), or tokens itself when no graph covers it.
-func (f *fitted) padded(tokens int) (int, bool) {
-	if f.enforceEager || len(f.captureSizes) == 0 || tokens > f.captureSizes[len(f.captureSizes)-1] {
-		return tokens, false
+// graphFor is how vLLM runs a step of tokens (pureDecode: no prefill rows)
+// under the cudagraph mode (vllm/v1/cudagraph_dispatcher.py): the padded
+// batch size, whether the step replays graphs at all, and whether it is one
+// full graph (attention captured too) rather than piecewise graphs with
+// attention launched eagerly between them.
+func (f *fitted) graphFor(tokens int, pureDecode bool) (padded int, graphed, full bool) {
+	if f.mode == "NONE" || len(f.captureSizes) == 0 || tokens > f.captureSizes[len(f.captureSizes)-1] {
+		return tokens, false, false
 	}
 	i := sort.SearchInts(f.captureSizes, tokens)
-	return f.captureSizes[i], true
+	p := f.captureSizes[i]
+	switch f.mode {
+	case "FULL":
+		return p, true, true
+	case "PIECEWISE":
+		return p, true, false
+	case "FULL_DECODE_ONLY":
+		if pureDecode {
+			return p, true, true
+		}
+		return tokens, false, false
+	}
+	// FULL_AND_PIECEWISE: full graphs for pure decode, piecewise otherwise.
+	return p, true, pureDecode
 }
 
 // StepTime prices one step: every operator of the graph at this step's
@@ -426,10 +457,7 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 	if tokens <= 0 {
 		return Breakdown{}
 	}
-	mAll, graphed := f.padded(tokens)
-	pureDecode := b.NumPrefill == 0
-	// Inside a CUDA graph, kernels carry no host launch floor.
-	fullGraph := graphed && pureDecode
+	mAll, graphed, fullGraph := f.graphFor(tokens, b.NumPrefill == 0)
 	T := float64(mAll)
 	sampled := float64(max(b.Sampled, 0))
 	pre, dec := float64(max(b.PrefillTokens, 0)), float64(max(b.DecodeTokens, 0))
@@ -515,6 +543,11 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 
 	out := Breakdown{Compute: seconds(compute), Memory: seconds(memory), Comm: seconds(comm), Host: host}
 	out.Total = out.Compute + out.Memory + out.Comm + out.Host
+	if f.async {
+		// --async-scheduling: the CPU work of the next step overlaps this
+		// step's GPU work, so the slower of the two sets the pace.
+		out.Total = max(out.Compute+out.Memory+out.Comm, out.Host)
+	}
 	return out
 }
 

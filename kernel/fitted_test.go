@@ -132,3 +132,43 @@ func BenchmarkFittedStepTime(b *testing.B) {
 		})
 	}
 }
+
+// vLLM's cudagraph modes decide which steps replay graphs: PIECEWISE keeps
+// attention eager for every step (piecewise host cost even in pure decode),
+// NONE pays eager host cost, FULL_DECODE_ONLY runs mixed steps eagerly.
+func TestFittedCUDAGraphModes(t *testing.T) {
+	m, _ := catalog.LookupModel("meta-llama/Llama-3.1-8B")
+	c, _ := catalog.LookupChip("h100")
+	decode := Batch{NumDecode: 8, DecodeTokens: 8, DecodeContext: 8 * 500, Sampled: 8}
+	mixed := Batch{NumDecode: 7, DecodeTokens: 7, DecodeContext: 7 * 500, NumPrefill: 1, PrefillTokens: 100, PrefillAttnPairs: 5050, Sampled: 8}
+	host := func(mode string, async bool, b Batch) Breakdown {
+		p, err := NewFitted(Deployment{Model: m, Chip: c, TP: 1, KVCacheDtype: "auto", MaxNumBatchedTokens: 8192, MaxNumSeqs: 64,
+			MaxModelLen: 8192, BlockSize: 16, GPUMemoryUtilization: 0.9, CUDAGraphMode: mode, AsyncScheduling: async})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.StepTime(&b)
+	}
+	a := DefaultFittedAssumptions
+	sampled := 8 * a.HostPerSampledToken
+	for _, tc := range []struct {
+		mode string
+		b    Batch
+		want time.Duration
+	}{
+		{"", decode, a.HostStepGraphed},
+		{"FULL_AND_PIECEWISE", mixed, a.HostStepPiecewise},
+		{"PIECEWISE", decode, a.HostStepPiecewise},
+		{"FULL", mixed, a.HostStepGraphed},
+		{"FULL_DECODE_ONLY", mixed, a.HostStepEager},
+		{"NONE", decode, a.HostStepEager},
+	} {
+		if got := host(tc.mode, false, tc.b).Host; got != tc.want+sampled {
+			t.Errorf("%q: host %v, want %v", tc.mode, got, tc.want+sampled)
+		}
+	}
+	sync, async := host("", false, decode), host("", true, decode)
+	if async.Total != max(sync.Compute+sync.Memory+sync.Comm, sync.Host) || async.Total >= sync.Total {
+		t.Errorf("async scheduling should overlap host and GPU: sync %v, async %v", sync.Total, async.Total)
+	}
+}

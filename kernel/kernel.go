@@ -65,7 +65,23 @@ type Deployment struct {
 	GPUMemoryUtilization float64
 	NumGPUBlocksOverride int  // 0 = size the pool from memory
 	EnforceEager         bool // no CUDA graphs
+
+	// CUDAGraphMode is compilation_config.cudagraph_mode: "" means vLLM's
+	// default since v0.11, FULL_AND_PIECEWISE; also PIECEWISE, FULL,
+	// FULL_DECODE_ONLY, NONE.
+	CUDAGraphMode string
+	// MaxCUDAGraphCaptureSize is --max-cudagraph-capture-size (0: vLLM's
+	// default min(2 × max-num-seqs, 512)); CaptureSizes, when given,
+	// replaces vLLM's default list (compilation_config.cudagraph_capture_sizes).
+	MaxCUDAGraphCaptureSize int
+	CaptureSizes            []int
+	// AsyncScheduling is --async-scheduling: the engine schedules and
+	// prepares step N+1 while the GPU runs step N.
+	AsyncScheduling bool
 }
+
+// CUDA-graph modes (vllm/config/compilation.py CUDAGraphMode).
+var CUDAGraphModes = []string{"FULL_AND_PIECEWISE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "NONE"}
 
 // MemoryPlan is how vLLM divides one GPU's memory at start-up. All sizes are
 // bytes per GPU; KV numbers are for the whole replica's pool (every TP rank

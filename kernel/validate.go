@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // KV-cache dtypes vLLM's --kv-cache-dtype accepts that the kernel models.
@@ -25,6 +26,17 @@ func Validate(d Deployment) error {
 	}
 	if d.TP < 1 {
 		return fmt.Errorf("--tensor-parallel-size %d must be ≥ 1", d.TP)
+	}
+	if d.CUDAGraphMode != "" && !slices.Contains(CUDAGraphModes, d.CUDAGraphMode) {
+		return fmt.Errorf("--compilation-config cudagraph_mode %q: allowed %v", d.CUDAGraphMode, CUDAGraphModes)
+	}
+	if d.MaxCUDAGraphCaptureSize < 0 {
+		return fmt.Errorf("--max-cudagraph-capture-size %d must be ≥ 0", d.MaxCUDAGraphCaptureSize)
+	}
+	for _, c := range d.CaptureSizes {
+		if c < 1 {
+			return fmt.Errorf("--compilation-config cudagraph_capture_sizes: %d must be ≥ 1", c)
+		}
 	}
 	if m.NumHeads%d.TP != 0 {
 		return fmt.Errorf("--tensor-parallel-size %d does not divide num_attention_heads %d of %s", d.TP, m.NumHeads, m.ID)

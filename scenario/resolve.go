@@ -2,7 +2,10 @@ package scenario
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"blis/catalog"
@@ -81,12 +84,22 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		mns = min(mns, mnbt)
 	}
 
+	cc, err := parseCompilationConfig(s.CompilationConfig)
+	if err != nil {
+		return nil, err
+	}
+	capSize := s.MaxCUDAGraphCaptureSize
+	if cc.MaxCaptureSize > 0 {
+		capSize = cc.MaxCaptureSize
+	}
 	r.Deployment = kernel.Deployment{
 		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize,
 		Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
 		MaxNumBatchedTokens: mnbt, MaxNumSeqs: mns, MaxModelLen: maxLen,
 		BlockSize: s.BlockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
 		NumGPUBlocksOverride: s.NumGPUBlocksOverride, EnforceEager: s.EnforceEager,
+		CUDAGraphMode: cc.Mode, MaxCUDAGraphCaptureSize: capSize, CaptureSizes: cc.CaptureSizes,
+		AsyncScheduling: s.AsyncScheduling,
 	}
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return nil, &InputError{Msg: err.Error()}
@@ -231,4 +244,59 @@ func (s Scenario) traceSpec(random workload.RandomSpec) workload.TraceSpec {
 // --custom-dataset-type, else random.
 func (s Scenario) Dataset() string {
 	return cmp.Or(s.DatasetName, s.CustomDatasetType, workload.DatasetRandom)
+}
+
+// compilationConfig is what BLIS models of vllm serve --compilation-config.
+type compilationConfig struct {
+	Mode           string
+	MaxCaptureSize int
+	CaptureSizes   []int
+}
+
+// Keys of vLLM's CompilationConfig (vllm/config/compilation.py) that BLIS
+// accepts but does not model: they change kernels and fusions, not when
+// CUDA graphs replay.
+var unmodelledCompilationKeys = []string{"level", "mode", "debug_dump_path", "cache_dir", "backend", "custom_ops",
+	"splitting_ops", "use_inductor", "compile_sizes", "inductor_compile_config", "inductor_passes", "cudagraph_num_of_warmups",
+	"cudagraph_copy_inputs", "full_cuda_graph", "use_inductor_graph_partition", "pass_config", "max_capture_size",
+	"local_cache_dir", "compile_mm_encoder", "fast_moe_cold_start", "dynamic_shapes_config", "use_cudagraph"}
+
+// parseCompilationConfig reads the JSON of --compilation-config strictly:
+// unknown keys and wrong types are errors naming the key.
+func parseCompilationConfig(js string) (compilationConfig, error) {
+	var cc compilationConfig
+	if strings.TrimSpace(js) == "" {
+		return cc, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(js), &raw); err != nil {
+		return cc, bad("compilation-config", js, "not a JSON object: "+err.Error())
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := raw[k]
+		switch k {
+		case "cudagraph_mode":
+			if err := json.Unmarshal(v, &cc.Mode); err != nil || !slices.Contains(kernel.CUDAGraphModes, cc.Mode) {
+				return cc, bad("compilation-config", string(v), "cudagraph_mode: allowed "+strings.Join(kernel.CUDAGraphModes, ", "))
+			}
+		case "max_cudagraph_capture_size":
+			if err := json.Unmarshal(v, &cc.MaxCaptureSize); err != nil || cc.MaxCaptureSize < 1 {
+				return cc, bad("compilation-config", string(v), "max_cudagraph_capture_size: a positive integer")
+			}
+		case "cudagraph_capture_sizes":
+			if err := json.Unmarshal(v, &cc.CaptureSizes); err != nil || len(cc.CaptureSizes) == 0 || slices.Min(cc.CaptureSizes) < 1 {
+				return cc, bad("compilation-config", string(v), "cudagraph_capture_sizes: a list of positive integers")
+			}
+		default:
+			if !slices.Contains(unmodelledCompilationKeys, k) {
+				return cc, bad("compilation-config", k, "unknown key; BLIS models cudagraph_mode, max_cudagraph_capture_size, cudagraph_capture_sizes and accepts vLLM's other CompilationConfig keys")
+			}
+		}
+	}
+	return cc, nil
 }

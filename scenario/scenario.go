@@ -39,6 +39,9 @@ type Scenario struct {
 	EnableChunkedPrefill      bool
 	LongPrefillTokenThreshold int
 	EnforceEager              bool
+	CompilationConfig         string // JSON, as vllm serve --compilation-config
+	MaxCUDAGraphCaptureSize   int
+	AsyncScheduling           bool
 
 	// vllm bench serve
 	DatasetName       string
@@ -135,6 +138,7 @@ func (s *Scenario) Settings() []Setting {
 	pc, pcNeg := b(&s.EnablePrefixCaching)
 	cp, cpNeg := b(&s.EnableChunkedPrefill)
 	ee, eeNeg := b(&s.EnforceEager)
+	as, asNeg := b(&s.AsyncScheduling)
 	sr, _ := b(&s.SaveResult)
 	sd, _ := b(&s.SaveDetailed)
 	fs, _ := b(&s.FixedSchedule)
@@ -157,6 +161,9 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "enable-chunked-prefill", Group: "serve", Value: cp, Neg: cpNeg, Usage: "chunked prefill (--no-enable-chunked-prefill turns it off)"},
 		{Name: "long-prefill-token-threshold", Group: "serve", Value: intValue{&s.LongPrefillTokenThreshold}, Usage: "cap on one request's prefill tokens per step (0 = off)"},
 		{Name: "enforce-eager", Group: "serve", Value: ee, Neg: eeNeg, Usage: "no CUDA graphs"},
+		{Name: "compilation-config", Group: "serve", Value: stringValue{&s.CompilationConfig}, Usage: `vLLM's compilation config as JSON; BLIS models "cudagraph_mode" and "cudagraph_capture_sizes" / "max_cudagraph_capture_size"`},
+		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph (0: vLLM's default min(2 × max-num-seqs, 512))"},
+		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", ") + " (default random, or --custom-dataset-type)"},
 		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},

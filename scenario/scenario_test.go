@@ -68,3 +68,31 @@ func FuzzApplyYAML(f *testing.F) {
 		}
 	})
 }
+
+func TestParseCompilationConfig(t *testing.T) {
+	cases := []struct {
+		js, want string
+		mode     string
+		maxCap   int
+	}{
+		{"", "", "", 0},
+		{`{"cudagraph_mode":"PIECEWISE"}`, "", "PIECEWISE", 0},
+		{`{"cudagraph_mode":"FULL_DECODE_ONLY","max_cudagraph_capture_size":2048,"pass_config":{"fuse_allreduce_rms":true}}`, "", "FULL_DECODE_ONLY", 2048},
+		{`{"cudagraph_mode":"SOMETIMES"}`, "cudagraph_mode: allowed", "", 0},
+		{`{"cudagraph_capture_sizes":[0,8]}`, "positive integers", "", 0},
+		{`{"graph_everything":true}`, "unknown key", "", 0},
+		{`[1,2]`, "not a JSON object", "", 0},
+	}
+	for _, c := range cases {
+		cc, err := parseCompilationConfig(c.js)
+		if c.want == "" {
+			if err != nil || cc.Mode != c.mode || cc.MaxCaptureSize != c.maxCap {
+				t.Errorf("%s: got %+v, %v", c.js, cc, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !IsInputError(err) {
+			t.Errorf("%s: got %v, want %q", c.js, err, c.want)
+		}
+	}
+}
