@@ -377,6 +377,9 @@ func (r *resolver) add(op catalog.Op, count float64) {
 		t.kind = termMoE
 		t.moeSh = MoEShape{Hidden: float64(m.Hidden), Inter: float64(m.Inter), TopK: float64(m.TopK),
 			Experts: float64(m.Experts), TP: float64(tp), EP: 1}
+		if r.d.ExpertParallel {
+			t.moeSh.TP, t.moeSh.EP = 1, float64(tp)
+		}
 		if t.moe = r.moeLaw(m.Dtype); t.moe == nil {
 			return
 		}

@@ -172,3 +172,26 @@ func TestFittedCUDAGraphModes(t *testing.T) {
 		t.Errorf("async scheduling should overlap host and GPU: sync %v, async %v", sync.Total, async.Total)
 	}
 }
+
+// --enable-expert-parallel prices the MoE as whole experts split across the
+// group rather than every expert sliced: a different kernel shape, so a
+// different time, while dense models are unaffected.
+func TestFittedExpertParallel(t *testing.T) {
+	c, _ := catalog.LookupChip("h100")
+	price := func(model string, ep bool) time.Duration {
+		m, _ := catalog.LookupModel(model)
+		p, err := NewFitted(Deployment{Model: m, Chip: c, TP: 4, KVCacheDtype: "auto", MaxNumBatchedTokens: 8192, MaxNumSeqs: 64,
+			MaxModelLen: 8192, BlockSize: 16, GPUMemoryUtilization: 0.9, ExpertParallel: ep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := mixedBatch()
+		return p.StepTime(&b).Compute
+	}
+	if a, b := price("Qwen/Qwen3-30B-A3B", false), price("Qwen/Qwen3-30B-A3B", true); a == b || a <= 0 || b <= 0 {
+		t.Fatalf("MoE model: TP-sliced %v vs expert-parallel %v", a, b)
+	}
+	if a, b := price("meta-llama/Llama-3.1-8B", false), price("meta-llama/Llama-3.1-8B", true); a != b {
+		t.Fatalf("dense model changed with expert parallel: %v vs %v", a, b)
+	}
+}

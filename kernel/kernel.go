@@ -78,6 +78,11 @@ type Deployment struct {
 	// AsyncScheduling is --async-scheduling: the engine schedules and
 	// prepares step N+1 while the GPU runs step N.
 	AsyncScheduling bool
+	// ExpertParallel is --enable-expert-parallel with one DP rank: the TP
+	// group's GPUs each hold 1/TP of the experts whole instead of 1/TP of
+	// every expert (vllm/model_executor/layers/fused_moe/layer.py), the
+	// same bytes per GPU; the MoE output is all-reduced over the same group.
+	ExpertParallel bool
 }
 
 // CUDA-graph modes (vllm/config/compilation.py CUDAGraphMode).

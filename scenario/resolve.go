@@ -99,7 +99,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		BlockSize: s.BlockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
 		NumGPUBlocksOverride: s.NumGPUBlocksOverride, EnforceEager: s.EnforceEager,
 		CUDAGraphMode: cc.Mode, MaxCUDAGraphCaptureSize: capSize, CaptureSizes: cc.CaptureSizes,
-		AsyncScheduling: s.AsyncScheduling,
+		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
 	}
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return nil, &InputError{Msg: err.Error()}

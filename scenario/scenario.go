@@ -42,6 +42,7 @@ type Scenario struct {
 	CompilationConfig         string // JSON, as vllm serve --compilation-config
 	MaxCUDAGraphCaptureSize   int
 	AsyncScheduling           bool
+	EnableExpertParallel      bool
 
 	// vllm bench serve
 	DatasetName       string
@@ -139,6 +140,7 @@ func (s *Scenario) Settings() []Setting {
 	cp, cpNeg := b(&s.EnableChunkedPrefill)
 	ee, eeNeg := b(&s.EnforceEager)
 	as, asNeg := b(&s.AsyncScheduling)
+	ep, epNeg := b(&s.EnableExpertParallel)
 	sr, _ := b(&s.SaveResult)
 	sd, _ := b(&s.SaveDetailed)
 	fs, _ := b(&s.FixedSchedule)
@@ -164,6 +166,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "compilation-config", Group: "serve", Value: stringValue{&s.CompilationConfig}, Usage: `vLLM's compilation config as JSON; BLIS models "cudagraph_mode" and "cudagraph_capture_sizes" / "max_cudagraph_capture_size"`},
 		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph (0: vLLM's default min(2 × max-num-seqs, 512))"},
 		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one"},
+		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the TP group instead of slicing every expert (one DP rank)"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", ") + " (default random, or --custom-dataset-type)"},
 		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},

@@ -89,8 +89,8 @@ const (
 	ReasonDisagg      = "disaggregated prefill/decode: BLIS has no P/D yet"
 	ReasonPP          = "pipeline parallel > 1: BLIS has no PP yet"
 	ReasonDP          = "attention data parallel > 1: BLIS has no DP yet"
-	ReasonEP          = "expert parallel ≠ tensor parallel: BLIS has no EP yet"
-	ReasonEPOff       = "expert parallel > 1: BLIS has no EP yet (--ep-as-tp simulates EP = TP as TP)"
+	ReasonEP          = "expert parallel ≠ tensor parallel: BLIS has no DP × EP yet"
+	ReasonEPOff       = "expert parallel > 1 skipped (--ep-as-tp=false)"
 	ReasonConcurrency = "batch_size × attention_dp_size disagrees with silicon_concurrency"
 	ReasonDuplicate   = "duplicate: same deployment and same measured numbers as an earlier row"
 	ReasonChip        = "chip not in the catalog"
@@ -151,6 +151,7 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		return skip(ReasonDP, fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP))
 	}
 	var notes []string
+	expertParallel := false
 	if l.MoEEP > 1 {
 		if l.MoEEP != l.TP {
 			return skip(ReasonEP, fmt.Sprintf("moe_ep_size %d, tp_size %d", l.MoEEP, l.TP))
@@ -158,10 +159,11 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		if !opts.EPAsTP {
 			return skip(ReasonEPOff, fmt.Sprintf("moe_ep_size %d = tp_size", l.MoEEP))
 		}
-		// vLLM v0.18 --enable-expert-parallel with DP 1: each TP rank holds
-		// 1/EP of the experts whole instead of 1/TP of every expert, and the
-		// MoE output is all-reduced over the same group as TP's.
-		notes = append(notes, fmt.Sprintf("expert parallel %d = TP with attention DP 1 simulated as TP %d (same per-GPU weights and all-reduce; expert load imbalance not modelled)", l.MoEEP, l.TP))
+		// vLLM --enable-expert-parallel with DP 1: each TP rank holds 1/EP
+		// of the experts whole instead of 1/TP of every expert, and the MoE
+		// output is all-reduced over the same group as TP's.
+		expertParallel = true
+		notes = append(notes, fmt.Sprintf("expert parallel %d = TP with attention DP 1: --enable-expert-parallel (expert load imbalance not modelled)", l.MoEEP))
 	}
 
 	conc := l.BatchSize * max(1, l.AttentionDP)
@@ -232,6 +234,11 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		Arg{Flag: "tensor-parallel-size", Value: strconv.Itoa(l.TP)})
 	if quant != "" {
 		p.Args = append(p.Args, Arg{Flag: "quantization", Value: quant, Assumed: assumedQuant})
+	}
+	if expertParallel {
+		if err := set("enable-expert-parallel", "true", false); err != nil {
+			return skip(ReasonRejected, err.Error())
+		}
 	}
 	for _, a := range p.Recipe.Args {
 		v, err := expandValue(a.Value, row, conc)

@@ -103,7 +103,7 @@ The output does not depend on --jobs.`,
 	fs.StringVar(&opts.Hardware, "hardware", "", "only rows on this chip (h100, b200, h100_sxm, ...)")
 	fs.StringVar(&opts.Backend, "backend", "vllm", "backend rows to simulate: vllm, sglang, trtllm, or all (non-vLLM rows are simulated as if vLLM served them, labelled)")
 	fs.StringVar(&opts.Statistic, "statistic", validate.StatMean, "BLIS statistic compared with silicon_ttft_ms/silicon_tpot_ms: median or mean")
-	fs.BoolVar(&opts.EPAsTP, "ep-as-tp", true, "simulate rows with expert parallel = tensor parallel and attention DP 1 as plain TP (labelled); false skips them")
+	fs.BoolVar(&opts.EPAsTP, "ep-as-tp", true, "simulate rows with expert parallel = tensor parallel and attention DP 1 with --enable-expert-parallel; false skips them")
 	fs.IntVar(&opts.Limit, "limit", 0, "simulate only the first N simulable rows (0 = all)")
 	fs.IntVar(&opts.Jobs, "jobs", 0, "rows simulated in parallel (0 = number of CPUs); the output does not depend on it")
 	fs.Int64Var(&opts.Seed, "seed", 0, "random seed of every simulated run")
