@@ -1,13 +1,16 @@
 // Package cluster drives replicas through simulated time: it plays the
-// benchmark client (concurrency cap, warm-ups, the request process), hands
-// requests to engine replicas, prices each step with the kernel, and feeds
-// the metrics recorder. This first version serves one replica; routing
-// across replicas and P/D coordination come later and plug in here.
+// benchmark client (concurrency cap or lanes, warm-ups, the request process,
+// multi-turn sessions, time limits and timeouts), hands requests to engine
+// replicas, prices each step with the kernel, and feeds the metrics
+// recorder. This first version serves one replica; routing across replicas
+// and P/D coordination come later and plug in here. README.md describes the
+// client semantics and which benchmark client each one mirrors.
 package cluster
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"blis/engine"
@@ -17,19 +20,85 @@ import (
 	"blis/workload"
 )
 
+// Mode is how the client bounds its load.
+type Mode uint8
+
+const (
+	// PerRequest is vllm bench's --max-concurrency: at most that many
+	// requests in flight; session follow-ups queue for a slot like any
+	// request.
+	PerRequest Mode = iota
+	// Lanes is aiperf's agentic replay: --max-concurrency lanes, each
+	// replaying one trajectory (a session with its sub-agent branches) at a
+	// time and taking the next when it drains.
+	Lanes
+)
+
+// CacheBust is aiperf's --cache-bust target: where a marker unique to each
+// play of a trajectory goes, so replays of the same corpus do not share
+// cache content.
+type CacheBust uint8
+
+const (
+	CacheBustNone            CacheBust = iota
+	CacheBustFirstTurnPrefix           // after the system prompt, before the first user message
+	CacheBustSystemPrefix              // before everything, the system prompt included
+)
+
 // Config is one single-replica run.
 type Config struct {
 	Engine engine.Config
 	Pricer kernel.Pricer
 	// MaxConcurrency is vllm bench's --max-concurrency: at most this many
-	// requests in flight (0 = no cap).
+	// requests in flight (0 = no cap); in Lanes mode, the number of lanes.
 	MaxConcurrency int
 	// NumWarmups is vllm bench's --num-warmups: copies of the first request
 	// sent (under the same cap) before the timed phase, excluded from metrics.
+	// PerRequest mode only.
 	NumWarmups int
 	// Seed salts request identities (output tokens) so runs with different
-	// seeds do not share cache content by accident.
+	// seeds do not share cache content by accident, and draws the lanes'
+	// trajectory start turns.
 	Seed int64
+
+	Mode Mode
+	// WarmupRequestsPerLane (Lanes) is aiperf's --warmup-requests-per-lane:
+	// each lane's warm-up budget, its trajectory primer included; after the
+	// primers the lanes replay with no delays. Every warm-up request asks for
+	// one output token.
+	WarmupRequestsPerLane int
+	// TrajectoryStartMin and TrajectoryStartMax (Lanes) are aiperf's
+	// --trajectory-start-{min,max}-ratio: each initial lane starts its
+	// trajectory at a turn drawn in [min·n, max·n] of its n turns, primed by
+	// a warm-up request carrying the whole history. Both 0 and no warm-up
+	// budget: lanes start at turn 0 with no warm-up.
+	TrajectoryStartMin, TrajectoryStartMax float64
+	// TraceIdleGapCap is aiperf's --trace-idle-gap-cap-seconds: in Lanes,
+	// when nothing of a lane's tree is in flight, its pending releases move
+	// earlier so the next comes within this; in PerRequest mode every
+	// session delay is capped at it. 0 = no cap.
+	TraceIdleGapCap time.Duration
+	// SystemIdleGapCap (aiperf --system-idle-gap-cap-seconds): when no
+	// request is in flight or waiting, pending releases move earlier so the
+	// next one comes within this; 0 = off.
+	SystemIdleGapCap time.Duration
+	CacheBust        CacheBust
+	// BenchmarkDuration is aiperf's --benchmark-duration: no request is sent
+	// after this much of the timed phase; 0 = no limit.
+	BenchmarkDuration time.Duration
+	// GracePeriod is aiperf's --benchmark-grace-period: after
+	// BenchmarkDuration, responses finishing within it are recorded and the
+	// rest are dropped; < 0 waits for every response.
+	GracePeriod time.Duration
+	// RequestTimeout cancels a timed request whose response is not complete
+	// this long after it was sent, counting it failed (aiperf
+	// --request-timeout-seconds; vllm bench's aiohttp timeout); 0 = none.
+	RequestTimeout time.Duration
+	// Reopen returns the workload from its start again; with a
+	// BenchmarkDuration, Lanes wrap around the corpus with it (aiperf's
+	// sequential sampler). Nil: each trajectory plays once.
+	Reopen func() (workload.Source, error)
+
 	// AfterStep, when set, is called after every completed step (tests use
 	// it to check invariants). It must not keep the engine pointer.
 	AfterStep func(now time.Duration, e *engine.Engine)
@@ -42,7 +111,23 @@ type Result struct {
 	Sent           int64 // timed requests sent
 	Completed      int64
 	Rejected       int64
-	Engine         engine.Stats
+	// TimedOut counts timed requests cancelled by Config.RequestTimeout
+	// (recorded as failed); Unfinished those still in flight when the grace
+	// period ended (not recorded, as aiperf drops them).
+	TimedOut   int64
+	Unfinished int64
+	// WarmupRequests counts warm-up requests sent; Trajectories the lanes'
+	// trajectory plays started (warm-up ones included).
+	WarmupRequests int64
+	Trajectories   int64
+	// SystemIdle and TraceIdle report the idle caps: how often pending
+	// releases were moved earlier (for the whole system, for one lane's
+	// tree), and by how much in all.
+	SystemIdle, TraceIdle struct {
+		Jumps   int64
+		Skipped time.Duration
+	}
+	Engine engine.Stats
 	// Sessions counts multi-turn follow-ups read from the source; Turns maps
 	// each timed session request's index to its session and turn (only
 	// requests that belong to a session are listed).
@@ -55,15 +140,23 @@ type Result struct {
 }
 
 const (
-	evRelease  = iota // the client's request process releases the next request
-	evStepEnd         // the replica's step in flight ends
-	evFollowUp        // a session's follow-up turn is released (Arg: index into followQ)
+	evRelease   = iota // the client's request process releases the next request
+	evStepEnd          // the replica's step in flight ends
+	evFollowUp         // a session's follow-up turn is released (Arg: slot in follows; Target: its generation)
+	evLaneStart        // a lane takes its next trajectory (Target: lane)
 )
 
+// A request's Tag holds its kind in the low bits and its in-flight slot + 1
+// above them.
 const (
-	tagWarmup = 1
-	tagTimed  = 2
+	tagWarmup  = 1
+	tagTimed   = 2
+	tagAborted = 3 // cancelled by the client, still in the engine until it stops
+	tagBits    = 2
+	tagMask    = 1<<tagBits - 1
 )
+
+const never = time.Duration(math.MaxInt64)
 
 // SessionTurn is a request's place in a multi-turn session.
 type SessionTurn struct {
@@ -81,7 +174,11 @@ func Run(cfg Config, src workload.Source, rec *metrics.Recorder) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	d := driver{cfg: cfg, eng: eng, src: src, rec: rec, salt: splitmix(uint64(cfg.Seed) ^ 0x5bd1e995)}
+	if cfg.Mode == Lanes && cfg.MaxConcurrency < 1 {
+		return Result{}, errors.New("cluster: lanes need MaxConcurrency ≥ 1 (the number of lanes)")
+	}
+	d := driver{cfg: cfg, eng: eng, src: src, rec: rec, salt: splitmix(uint64(cfg.Seed) ^ 0x5bd1e995),
+		windowEnd: never, graceEnd: never, idleAt: never}
 	return d.run()
 }
 
@@ -97,7 +194,7 @@ type driver struct {
 	t0       time.Duration // start of the timed phase
 	timed    bool
 	inFlight int
-	blocked  []*engine.Request // warm-ups waiting for a slot (FIFO)
+	blocked  []*engine.Request // requests waiting for a slot (FIFO)
 	bhead    int
 	pool     []*engine.Request
 
@@ -109,12 +206,54 @@ type driver struct {
 	warmups        int              // warm-ups not yet finished
 
 	sessions   map[uint64]*session
-	followQ    []*workload.Request // follow-ups with a pending release, by event Arg
-	followFree []int64             // free slots of followQ
+	follows    []followSlot // follow-ups with a pending release, by event Arg
+	followFree []int32      // free slots of follows
+
+	// In-flight requests by slot (the slot + 1 is in the request's Tag).
+	flights    []flight
+	flightFree []int32
+	// Request timeouts in send order (sends are in time order and the
+	// timeout is one constant, so deadlines are too).
+	tq     []deadline
+	tqHead int
+
+	// Time limits. skipped is the idle time the system-idle cap removed:
+	// simulated time runs on, and everything reported subtracts it.
+	skipped   time.Duration
+	windowEnd time.Duration // end of --benchmark-duration, simulated
+	graceEnd  time.Duration
+	idleAt    time.Duration // the system-idle cap's watchdog
+	closed    bool          // the benchmark duration has passed: nothing new is sent
+	stopped   bool          // the grace period is over
+
+	lanes *lanes
 
 	batch kernel.Batch
 	res   Result
-	lastT time.Duration // last timed completion
+	lastT time.Duration // last timed completion, relative to the timed phase
+}
+
+// followSlot is a follow-up waiting for its release time. A lane's tree
+// idle cap can move it earlier: the slot's generation then changes and the
+// event already queued goes stale.
+type followSlot struct {
+	c    *workload.Request
+	at   time.Duration
+	lane int32 // timed Lanes phase: its lane, else −1
+	gen  uint32
+}
+
+type flight struct {
+	req  *engine.Request
+	lane int32 // −1: no lane
+	pad  int32 // recorded output tokens a one-token warm-up did not generate
+	gen  uint32
+}
+
+type deadline struct {
+	at   time.Duration
+	slot int32
+	gen  uint32
 }
 
 func splitmix(x uint64) uint64 {
@@ -122,6 +261,30 @@ func splitmix(x uint64) uint64 {
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
+}
+
+func kindOf(r *engine.Request) int { return r.Tag & tagMask }
+
+// rel converts a simulated time to time since the start of the timed phase,
+// less the idle time the system-idle cap removed.
+func (d *driver) rel(t time.Duration) time.Duration { return t - d.t0 - d.skipped }
+
+// origin is where the timed phase's schedule (request-process arrivals,
+// trace timestamps) counts from, in simulated time.
+func (d *driver) origin() time.Duration { return d.t0 + d.skipped }
+
+// open reports whether the timed phase still sends requests.
+func (d *driver) open() bool {
+	return !d.closed && (d.cfg.BenchmarkDuration <= 0 || d.rel(d.now) < d.cfg.BenchmarkDuration)
+}
+
+// delayOf is a follow-up's delay; in PerRequest mode under the trace
+// idle-gap cap (Lanes cap each tree's idle time instead: laneIdle).
+func (d *driver) delayOf(c *workload.Request) time.Duration {
+	if cp := d.cfg.TraceIdleGapCap; cp > 0 && c.Delay > cp && d.lanes == nil {
+		return cp
+	}
+	return c.Delay
 }
 
 func (d *driver) newRequest(w *workload.Request, tag int, salt uint64) *engine.Request {
@@ -143,55 +306,83 @@ func (d *driver) newRequest(w *workload.Request, tag int, salt uint64) *engine.R
 }
 
 func (d *driver) run() (Result, error) {
-	if !d.src.Next(&d.next) {
-		return d.res, nil
-	}
-	d.first = d.next
-	d.first.Prompt = append([]workload.Segment(nil), d.next.Prompt...)
-	d.hasNext = true
+	if d.cfg.Mode == Lanes {
+		if err := d.startLanes(); err != nil {
+			return d.res, err
+		}
+	} else {
+		if !d.src.Next(&d.next) {
+			return d.res, workload.Err(d.src)
+		}
+		d.first = d.next
+		d.first.Prompt = append([]workload.Segment(nil), d.next.Prompt...)
+		d.hasNext = true
 
-	d.warmups = d.cfg.NumWarmups
-	for i := 0; i < d.cfg.NumWarmups; i++ {
-		w := d.first
-		w.Index = int64(i)
-		d.offer(d.newRequest(&w, tagWarmup, uint64(i)<<1|1))
+		d.warmups = d.cfg.NumWarmups
+		for i := 0; i < d.cfg.NumWarmups; i++ {
+			w := d.first
+			w.Index = int64(i)
+			r := d.newRequest(&w, tagWarmup, uint64(i)<<1|1)
+			r.Released = d.now
+			d.blocked = append(d.blocked, r)
+			d.res.WarmupRequests++
+		}
+		d.fill()
+		d.maybeStartTimed()
 	}
-	d.fill()
-	d.maybeStartTimed()
 
-	for {
+	for !d.stopped {
+		d.settle()
 		if !d.eng.Busy() && d.eng.HasWork() {
 			if err := d.startStep(); err != nil {
 				return d.res, err
 			}
 		}
-		ev, ok := d.q.Pop()
-		if !ok {
+		d.watchIdle()
+		t := d.nextControl()
+		ev, ok := d.q.Peek()
+		if ok && ev.At < t {
+			t = ev.At
+		}
+		if t == never {
 			break
 		}
-		d.now = ev.At
-		d.dispatch(ev)
-		// Handle everything else due at the same instant before scheduling,
-		// so a step sees all requests that arrived by its start.
-		for {
-			e2, ok := d.q.Peek()
-			if !ok || e2.At != d.now {
-				break
+		d.now = t
+		// Handle everything due at this instant before scheduling, so a step
+		// sees all requests that arrived by its start: queue events first
+		// (a response at the deadline instant beats its timeout), then the
+		// client's deadlines, until neither has more.
+		for !d.stopped {
+			if ev, ok := d.q.Peek(); ok && ev.At == d.now {
+				d.q.Pop()
+				d.dispatch(ev)
+				continue
 			}
-			d.q.Pop()
-			d.dispatch(e2)
+			if d.nextControl() <= d.now {
+				d.runControls()
+				continue
+			}
+			break
 		}
+	}
+	if d.lanes != nil && d.lanes.traj.err != nil {
+		return d.res, d.lanes.traj.err
 	}
 	if err := workload.Err(d.src); err != nil {
 		return d.res, err
 	}
-	if d.eng.HasWork() || d.inFlight > 0 || d.hasNext {
+	if d.stopped || d.closed {
+		workload.Close(d.src)
+		if d.lanes != nil {
+			workload.Close(d.lanes.traj.src)
+		}
+	} else if d.eng.HasWork() || d.inFlight > 0 || d.hasNext {
 		return d.res, fmt.Errorf("%w: %d waiting, %d running, %d in flight",
 			ErrStalled, d.eng.Waiting(), d.eng.Running(), d.inFlight)
 	}
 	d.res.Engine = d.eng.Stats()
 	if d.timed {
-		d.res.Duration = d.lastT - d.t0
+		d.res.Duration = d.lastT
 	}
 	return d.res, nil
 }
@@ -210,7 +401,9 @@ func (d *driver) dispatch(ev sim.Event) {
 	case evStepEnd:
 		d.endStep()
 	case evFollowUp:
-		d.releaseFollowUp(ev.Arg)
+		d.releaseFollowUp(ev)
+	case evLaneStart:
+		d.laneStart(ev.Target)
 	}
 }
 
@@ -223,20 +416,28 @@ func (d *driver) advance() {
 			return
 		}
 		if !isFollowUp(&d.next) {
-			d.releaseAt = d.t0 + d.next.Arrival
+			d.releaseAt = d.origin() + d.next.Arrival
 			return
 		}
 		d.park(&d.next)
 	}
 }
 
-// startTimed begins the timed phase now: the request process starts.
+// startTimed begins the timed phase now: the request process (or the lanes)
+// starts and the benchmark-duration window opens.
 func (d *driver) startTimed() {
 	d.timed = true
 	d.t0 = d.now
 	d.res.WarmupDuration = d.now
+	if d.cfg.BenchmarkDuration > 0 {
+		d.windowEnd = d.t0 + d.cfg.BenchmarkDuration
+	}
+	if d.lanes != nil {
+		d.lanesTimed()
+		return
+	}
 	if d.hasNext {
-		d.releaseAt = d.t0 + d.next.Arrival
+		d.releaseAt = d.origin() + d.next.Arrival
 	}
 	d.fill()
 }
@@ -245,28 +446,38 @@ func (d *driver) slotFree() bool {
 	return d.cfg.MaxConcurrency <= 0 || d.inFlight < d.cfg.MaxConcurrency
 }
 
-// offer queues a warm-up request for a concurrency slot.
-func (d *driver) offer(r *engine.Request) {
-	r.Released = d.now
-	d.blocked = append(d.blocked, r)
-}
-
 // fill sends requests while concurrency slots are free (vllm bench's
-// semaphore, FIFO): queued warm-ups first, then timed requests whose release
-// time has come, in source order. A timed request is only materialised when
-// it is sent, so a million requests released at once (--request-rate inf)
-// cost memory for the in-flight ones only. When the next release lies in the
-// future and a slot is free, one release event is pending for it.
+// semaphore, FIFO): queued requests first (warm-ups, released follow-ups),
+// then timed requests whose release time has come, in source order. A timed
+// request is only materialised when it is sent, so a million requests
+// released at once (--request-rate inf) cost memory for the in-flight ones
+// only. When the next release lies in the future and a slot is free, one
+// release event is pending for it. Past the benchmark duration nothing
+// timed is sent.
 func (d *driver) fill() {
+	if d.lanes != nil {
+		return
+	}
 	for d.slotFree() {
 		if d.bhead < len(d.blocked) {
 			r := d.blocked[d.bhead]
 			d.blocked[d.bhead] = nil
 			d.bhead++
-			d.send(r)
+			if kindOf(r) == tagTimed {
+				if !d.open() {
+					d.pool = append(d.pool, r)
+					continue
+				}
+				d.res.Sent++
+			}
+			d.send(r, -1, 0)
 			continue
 		}
 		if !d.timed || !d.hasNext {
+			break
+		}
+		if !d.open() {
+			d.hasNext = false // the source is not read any further
 			break
 		}
 		if d.releaseAt > d.now {
@@ -278,30 +489,74 @@ func (d *driver) fill() {
 		}
 		r := d.newRequest(&d.next, tagTimed, uint64(d.next.Index)<<1)
 		r.SessionID, r.Turn, r.Final = d.next.SessionID, d.next.Turn, d.next.Final
+		if d.cfg.CacheBust != CacheBustNone {
+			d.bustStart(r, &d.next)
+		}
 		r.Released = d.releaseAt
 		d.res.Sent++
 		d.advance()
-		d.send(r)
+		d.send(r, -1, 0)
 	}
 	if d.bhead == len(d.blocked) {
 		d.blocked, d.bhead = d.blocked[:0], 0
 	}
 }
 
-func (d *driver) send(r *engine.Request) {
+// send hands r to the engine now. lane is its lane (−1: none); pad is the
+// recorded output a one-token warm-up leaves out of the context it builds.
+func (d *driver) send(r *engine.Request, lane int, pad int) {
 	d.inFlight++
-	if r.Tag == tagTimed {
-		d.rec.Send(d.now - d.t0)
+	var slot int32
+	if n := len(d.flightFree); n > 0 {
+		slot = d.flightFree[n-1]
+		d.flightFree = d.flightFree[:n-1]
+	} else {
+		slot = int32(len(d.flights))
+		d.flights = append(d.flights, flight{})
+	}
+	f := &d.flights[slot]
+	f.req, f.lane, f.pad = r, int32(lane), int32(pad)
+	if lane >= 0 {
+		d.lanes.l[lane].inFlight++
+	}
+	r.Tag = r.Tag&tagMask | int(slot+1)<<tagBits
+	if kindOf(r) == tagTimed {
+		d.rec.Send(d.rel(d.now))
+		if d.cfg.RequestTimeout > 0 {
+			d.tq = append(d.tq, deadline{at: d.now + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
+		}
 	}
 	if !d.eng.Add(r, d.now) {
 		d.leave(r)
 	}
 }
 
+// release frees r's in-flight slot and returns its lane and pad.
+func (d *driver) release(r *engine.Request) (lane int, pad int) {
+	slot := int32(r.Tag>>tagBits) - 1
+	f := &d.flights[slot]
+	lane, pad = int(f.lane), int(f.pad)
+	if lane >= 0 {
+		d.lanes.l[lane].inFlight--
+	}
+	f.req = nil
+	f.gen++
+	d.flightFree = append(d.flightFree, slot)
+	r.Tag &= tagMask
+	return lane, pad
+}
+
 // leave: a request left the system (finished or rejected).
 func (d *driver) leave(r *engine.Request) {
+	kind := kindOf(r)
+	if kind == tagAborted {
+		// The client gave up on it earlier; the engine is done with it now.
+		d.pool = append(d.pool, r)
+		return
+	}
+	lane, pad := d.release(r)
 	d.inFlight--
-	if r.Tag == tagTimed {
+	if kind == tagTimed {
 		d.recordTimed(r)
 		if r.SessionID != 0 {
 			if d.res.Turns == nil {
@@ -309,18 +564,23 @@ func (d *driver) leave(r *engine.Request) {
 			}
 			d.res.Turns[r.ID] = SessionTurn{r.SessionID, r.Turn}
 		}
-		d.sessionDone(r)
+	} else if d.lanes != nil {
+		d.lanes.warmInFlight--
 	} else {
 		d.warmups--
+	}
+	d.sessionDone(r, pad)
+	if lane >= 0 {
+		d.laneDone(lane)
+		d.laneIdle(lane)
 	}
 	d.pool = append(d.pool, r)
 }
 
 func (d *driver) recordTimed(r *engine.Request) {
-	rel := func(t time.Duration) time.Duration { return t - d.t0 }
 	m := metrics.Record{
 		Index:           r.ID,
-		Sent:            rel(r.Arrived),
+		Sent:            d.rel(r.Arrived),
 		ClientQueueTime: r.Arrived - r.Released,
 		InputTokens:     r.PromptLen,
 		OutputTokens:    r.NumOutput,
@@ -332,17 +592,169 @@ func (d *driver) recordTimed(r *engine.Request) {
 		m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, m.Sent
 		d.res.Rejected++
 	} else {
-		m.Scheduled, m.FirstToken, m.Finish = rel(r.FirstScheduled), rel(r.FirstToken), rel(r.Finished)
+		m.Scheduled, m.FirstToken, m.Finish = d.rel(r.FirstScheduled), d.rel(r.FirstToken), d.rel(r.Finished)
 		d.res.Completed++
 	}
-	d.lastT = max(d.lastT, d.now)
+	d.lastT = max(d.lastT, d.rel(d.now))
 	d.rec.Finish(m)
+}
+
+// nextControl is the earliest client deadline: the benchmark window's end,
+// the grace period's end, the idle watchdog, the oldest live timeout.
+func (d *driver) nextControl() time.Duration {
+	t := min(d.windowEnd, d.graceEnd, d.idleAt)
+	for d.tqHead < len(d.tq) {
+		e := d.tq[d.tqHead]
+		if d.flights[e.slot].gen != e.gen {
+			d.tqHead++ // the request finished in time
+			continue
+		}
+		t = min(t, e.at)
+		break
+	}
+	if d.tqHead == len(d.tq) {
+		d.tq, d.tqHead = d.tq[:0], 0
+	} else if d.tqHead > 1024 && d.tqHead*2 > len(d.tq) {
+		n := copy(d.tq, d.tq[d.tqHead:])
+		d.tq, d.tqHead = d.tq[:n], 0
+	}
+	return t
+}
+
+// runControls fires every client deadline due now.
+func (d *driver) runControls() {
+	if d.windowEnd <= d.now {
+		d.windowEnd = never
+		d.closeWindow()
+	}
+	if d.graceEnd <= d.now {
+		d.graceEnd = never
+		d.stopped = true
+		d.res.Unfinished = int64(d.inFlight)
+		return
+	}
+	if d.idleAt <= d.now {
+		d.idleAt = never
+		d.skipIdle()
+	}
+	for d.tqHead < len(d.tq) {
+		e := d.tq[d.tqHead]
+		if d.flights[e.slot].gen == e.gen {
+			if e.at > d.now {
+				break
+			}
+			d.expire(e.slot)
+		}
+		d.tqHead++
+	}
+}
+
+// closeWindow ends the benchmark duration: nothing new is sent; what is in
+// flight has the grace period to finish, and what is still running then is
+// not recorded (aiperf docs/tutorials/time-based-benchmarking.md @0f55efe).
+func (d *driver) closeWindow() {
+	d.closed = true
+	d.idleAt = never
+	for i := d.bhead; i < len(d.blocked); i++ {
+		if r := d.blocked[i]; kindOf(r) == tagTimed {
+			d.pool = append(d.pool, r)
+		}
+	}
+	d.blocked, d.bhead = d.blocked[:0], 0
+	d.hasNext = false
+	switch {
+	case d.cfg.GracePeriod < 0:
+	case d.inFlight == 0:
+		d.stopped = true
+	default:
+		d.graceEnd = d.now + d.cfg.GracePeriod
+	}
+}
+
+// expire cancels a timed request that ran past Config.RequestTimeout: the
+// client records it failed and moves on (aiperf --request-timeout-seconds,
+// docs/cli-options.md @063a532: "cancelled and recorded as failures"; its
+// session's next turn follows as after any failure); the engine stops it at
+// its next token.
+func (d *driver) expire(slot int32) {
+	r := d.flights[slot].req
+	lane, _ := d.release(r)
+	d.inFlight--
+	d.res.TimedOut++
+	m := metrics.Record{
+		Index:           r.ID,
+		Sent:            d.rel(r.Arrived),
+		ClientQueueTime: r.Arrived - r.Released,
+		InputTokens:     r.PromptLen,
+		OutputTokens:    r.NumOutput,
+		CachedTokens:    r.CachedTokens,
+		Preemptions:     r.Preemptions,
+		Rejected:        true,
+		RejectReason:    fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout),
+	}
+	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(d.now)
+	d.lastT = max(d.lastT, d.rel(d.now))
+	d.rec.Finish(m)
+	d.sessionDone(r, 0)
+	r.Tag = tagAborted
+	abortInEngine(r)
+	if lane >= 0 {
+		d.laneDone(lane)
+		d.laneIdle(lane)
+	}
+	d.fill()
+}
+
+// abortInEngine makes the engine stop r at its next output token, freeing
+// its KV blocks there (vLLM aborts a request whose client disconnected).
+// The engine has no abort call yet: capping max_tokens at what r has
+// generated does it from outside, at the cost of finishing a prefill in
+// progress.
+func abortInEngine(r *engine.Request) {
+	r.MaxTokens = max(r.NumOutput, 1)
+}
+
+// watchIdle arms the system-idle cap's watchdog when nothing is in flight,
+// waiting or being computed in the timed phase, and disarms it otherwise.
+func (d *driver) watchIdle() {
+	if d.cfg.SystemIdleGapCap <= 0 || !d.timed || d.closed || d.q.Len() == 0 ||
+		d.inFlight > 0 || d.bhead < len(d.blocked) || d.eng.Busy() || d.eng.HasWork() {
+		d.idleAt = never
+		return
+	}
+	if d.idleAt == never {
+		d.idleAt = d.now + d.cfg.SystemIdleGapCap
+	}
+}
+
+// skipIdle: the system has been idle for the cap. If the next release is
+// further away, every pending release moves earlier by the same amount
+// (aiperf's enforce_system_idle_cap). Simulated time is not rewound: the
+// clock jumps to that release, and since nothing is in flight, removing the
+// gap from everything reported after it is the same thing.
+func (d *driver) skipIdle() {
+	ev, ok := d.q.Peek()
+	for ok && ev.Kind == evFollowUp && d.followStale(ev) {
+		d.q.Pop()
+		ev, ok = d.q.Peek()
+	}
+	if !ok || ev.At <= d.now {
+		return
+	}
+	j := ev.At - d.now
+	d.skipped += j
+	d.res.SystemIdle.Jumps++
+	d.res.SystemIdle.Skipped += j
+	if d.windowEnd != never {
+		d.windowEnd += j
+	}
+	d.now = ev.At
 }
 
 func (d *driver) startStep() error {
 	rows := d.eng.Schedule(d.now, &d.batch)
 	if rows == 0 {
-		if d.q.Len() == 0 {
+		if d.q.Len() == 0 && d.nextControl() == never {
 			return fmt.Errorf("%w: %d waiting, %d running, %d free blocks",
 				ErrStalled, d.eng.Waiting(), d.eng.Running(), d.eng.FreeBlocks())
 		}
@@ -373,7 +785,7 @@ func (d *driver) endStep() {
 	var runLen int64
 	for i := range samples {
 		s := &samples[i]
-		if s.Req.Tag != tagTimed {
+		if kindOf(s.Req) != tagTimed {
 			continue
 		}
 		timedTokens++
@@ -396,14 +808,16 @@ func (d *driver) endStep() {
 		d.rec.AddGaps(runGap, runLen)
 	}
 	if timedTokens > 0 {
-		d.rec.AddTokens(d.now-d.t0, timedTokens)
+		d.rec.AddTokens(d.rel(d.now), timedTokens)
 	}
 	for i := range samples {
 		if samples[i].Done {
 			d.leave(samples[i].Req)
 		}
 	}
-	d.maybeStartTimed()
+	if d.lanes == nil {
+		d.maybeStartTimed()
+	}
 	d.fill()
 	if d.cfg.AfterStep != nil {
 		d.cfg.AfterStep(d.now, d.eng)

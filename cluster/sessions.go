@@ -9,12 +9,14 @@ import (
 )
 
 // Multi-turn sessions (workload.Request's session contract): a follow-up
-// turn is released Delay after its predecessor — and every sub-agent branch
-// it joins — has finished, never before its own Arrival, and then waits for
-// a concurrency slot like any request. Its prompt is the predecessor's whole
-// context (prompt and output, by identity, so the prefix cache sees it)
-// followed by its own new tokens. This mirrors aiperf's multi-turn replay
-// (timing/ and dataset/loader/, delays after the previous response).
+// turn is released its Delay (capped by Config.TraceIdleGapCap) after its
+// predecessor — and every sub-agent branch it joins — has finished; in
+// PerRequest mode never before its own Arrival, and then it waits for a
+// concurrency slot like any request; in Lanes mode it is sent at once on its
+// lane. Its prompt is the predecessor's whole context (prompt and output, by
+// identity, so the prefix cache sees it) followed by its own new tokens.
+// This mirrors aiperf's multi-turn replay (timing/ and dataset/loader/,
+// delays after the previous response).
 
 // session is the client's state of one session.
 type session struct {
@@ -31,6 +33,9 @@ type session struct {
 	parent     uint64
 	parentTurn int
 	isBranch   bool
+	lane       int32  // Lanes: the lane playing its trajectory
+	marker     uint64 // its trajectory's cache-bust marker (0: none)
+	stopped    bool   // Lanes: a turn was refused; its later turns are not sent
 }
 
 func isFollowUp(r *workload.Request) bool {
@@ -43,7 +48,7 @@ func (d *driver) sess(id uint64) *session {
 	}
 	s := d.sessions[id]
 	if s == nil {
-		s = &session{doneTurn: -1}
+		s = &session{doneTurn: -1, lane: -1}
 		d.sessions[id] = s
 	}
 	return s
@@ -65,7 +70,7 @@ func (d *driver) park(w *workload.Request) {
 		b.isBranch, b.parent, b.parentTurn = true, c.ParentSession, c.ParentTurn
 		p := d.sess(c.ParentSession)
 		if p.doneTurn >= c.ParentTurn {
-			d.releaseFollowAt(c, p.doneAt+c.Delay)
+			d.releaseFollowAt(c, p.doneAt)
 			return
 		}
 		if p.branchWait == nil {
@@ -94,36 +99,91 @@ func (d *driver) tryRelease(id uint64, s *session, turn int) {
 	if b, ok := s.branchAt[turn-1]; ok && b > at {
 		at = b
 	}
-	d.releaseFollowAt(c, at+c.Delay)
+	d.releaseFollowAt(c, at)
 }
 
-// releaseFollowAt schedules a follow-up's release at max(its Arrival, at).
-func (d *driver) releaseFollowAt(c *workload.Request, at time.Duration) {
-	if arr := d.t0 + c.Arrival; arr > at {
+// releaseFollowAt schedules a follow-up whose predecessors finished at
+// base: its (capped) delay later, in PerRequest mode never before its
+// Arrival. In a lanes warm-up it goes to the lane's warm-up instead.
+func (d *driver) releaseFollowAt(c *workload.Request, base time.Duration) {
+	if d.lanes != nil {
+		if !d.timed {
+			d.warmRelease(c)
+			return
+		}
+		d.pushFollow(c, max(base+d.delayOf(c), d.now))
+		return
+	}
+	at := base + d.delayOf(c)
+	if arr := d.origin() + c.Arrival; arr > at {
 		at = arr
 	}
-	if at < d.now {
-		at = d.now
-	}
-	var i int64
+	d.pushFollow(c, max(at, d.now))
+}
+
+func (d *driver) pushFollow(c *workload.Request, at time.Duration) {
+	var i int32
 	if n := len(d.followFree); n > 0 {
 		i = d.followFree[n-1]
 		d.followFree = d.followFree[:n-1]
-		d.followQ[i] = c
 	} else {
-		i = int64(len(d.followQ))
-		d.followQ = append(d.followQ, c)
+		i = int32(len(d.follows))
+		d.follows = append(d.follows, followSlot{})
 	}
-	d.q.Push(sim.Event{At: at, Kind: evFollowUp, Arg: i})
+	f := &d.follows[i]
+	f.c, f.at, f.lane = c, at, -1
+	if d.lanes != nil && d.timed {
+		f.lane = d.sess(c.SessionID).lane
+		l := &d.lanes.l[f.lane]
+		l.pend = append(l.pend, i)
+	}
+	d.q.Push(sim.Event{At: at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(i)})
+}
+
+// followStale reports whether a follow-up event was superseded (its
+// release moved earlier).
+func (d *driver) followStale(ev sim.Event) bool {
+	return d.follows[ev.Arg].gen != uint32(ev.Target)
 }
 
 // releaseFollowUp turns a released follow-up into an engine request, its
-// prompt prefixed with the predecessor's context, queued for a slot.
-func (d *driver) releaseFollowUp(i int64) {
-	c := d.followQ[i]
-	d.followQ[i] = nil
+// prompt prefixed with the predecessor's context, queued for a slot (or, in
+// Lanes mode, sent on its lane).
+func (d *driver) releaseFollowUp(ev sim.Event) {
+	if d.followStale(ev) {
+		return
+	}
+	i := int32(ev.Arg)
+	f := &d.follows[i]
+	c := f.c
+	if f.lane >= 0 {
+		l := &d.lanes.l[f.lane]
+		for k, s := range l.pend {
+			if s == i {
+				l.pend[k] = l.pend[len(l.pend)-1]
+				l.pend = l.pend[:len(l.pend)-1]
+				break
+			}
+		}
+	}
+	f.c = nil
+	f.gen++
 	d.followFree = append(d.followFree, i)
-	r := d.newRequest(c, tagTimed, uint64(c.Index)<<1)
+	if d.lanes != nil {
+		d.laneFollowUp(c)
+		return
+	}
+	r := d.buildFollowUp(c, tagTimed, uint64(c.Index)<<1)
+	r.Released = d.now
+	d.blocked = append(d.blocked, r)
+	d.fill()
+}
+
+// buildFollowUp materialises a follow-up: the predecessor's context, then
+// its own prompt; a branch inherits its tree's cache-bust marker, and a
+// fresh branch carries it in its first message.
+func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engine.Request {
+	r := d.newRequest(c, tag, salt)
 	if c.PrevContext {
 		pred := d.sess(c.SessionID)
 		if c.Turn == 0 {
@@ -132,20 +192,31 @@ func (d *driver) releaseFollowUp(i int64) {
 		r.Prompt = append(append(r.Prompt[:0], pred.ctx...), c.Prompt...)
 		r.PromptLen = pred.ctxLen + c.InputLen
 	}
+	if c.Turn == 0 && c.ParentSession != 0 {
+		m := d.sess(c.ParentSession).marker
+		d.sess(c.SessionID).marker = m
+		if m != 0 && !c.PrevContext {
+			d.insertMarker(r, m, c.SystemSegments)
+		}
+	}
 	r.SessionID, r.Turn, r.Final = c.SessionID, c.Turn, c.Final
-	r.Released = d.now
-	d.res.Sent++
-	d.blocked = append(d.blocked, r)
-	d.fill()
+	return r
 }
 
-// sessionDone records a finished (or rejected) turn: its context becomes
-// the next turn's prefix, and waiting follow-ups and joins are released.
-func (d *driver) sessionDone(r *engine.Request) {
+// sessionDone records a finished (or rejected, or cancelled) turn: its
+// context becomes the next turn's prefix, and waiting follow-ups and joins
+// are released. pad is recorded output the turn did not generate (a
+// one-token warm-up): the context still holds that many tokens, as the
+// replayed conversation does, but the engine never computed them.
+func (d *driver) sessionDone(r *engine.Request, pad int) {
 	if r.SessionID == 0 {
 		return
 	}
 	s := d.sess(r.SessionID)
+	if d.lanes != nil && r.Status == engine.StatusRejected {
+		d.stopSession(s)
+		return
+	}
 	s.doneTurn, s.doneAt = r.Turn, d.now
 	s.ctx = append(s.ctx[:0], r.Prompt...)
 	s.ctxLen = r.PromptLen
@@ -153,21 +224,72 @@ func (d *driver) sessionDone(r *engine.Request) {
 		s.ctx = append(s.ctx, workload.Segment{ID: r.OutputID, Len: r.NumOutput})
 		s.ctxLen += r.NumOutput
 	}
+	if pad > 0 {
+		s.ctx = append(s.ctx, workload.Segment{ID: splitmix(r.OutputID ^ tagPad), Len: pad})
+		s.ctxLen += pad
+	}
 	for _, b := range s.branchWait[r.Turn] {
-		d.releaseFollowAt(b, d.now+b.Delay)
+		d.releaseFollowAt(b, d.now)
 	}
 	delete(s.branchWait, r.Turn)
 	if r.Final && s.isBranch {
-		p := d.sess(s.parent)
-		if p.branchDone == nil {
-			p.branchDone, p.branchAt = map[int]int{}, map[int]time.Duration{}
-		}
-		p.branchDone[s.parentTurn]++
-		p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now)
-		d.tryRelease(s.parent, p, s.parentTurn+1)
+		d.branchFinished(s)
 	}
 	d.tryRelease(r.SessionID, s, r.Turn+1)
 	if r.Final && len(s.parked) == 0 && len(s.branchWait) == 0 {
 		delete(d.sessions, r.SessionID)
 	}
+}
+
+// branchFinished tells a branch's parent that it is done, releasing the
+// joining turn when it was the last one.
+func (d *driver) branchFinished(s *session) {
+	p := d.sess(s.parent)
+	if p.branchDone == nil {
+		p.branchDone, p.branchAt = map[int]int{}, map[int]time.Duration{}
+	}
+	p.branchDone[s.parentTurn]++
+	p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now)
+	d.tryRelease(s.parent, p, s.parentTurn+1)
+}
+
+// stopSession ends a session whose turn the server refused (Lanes mode):
+// every later turn grows the context, so aiperf stops the trajectory there
+// instead of sending turns bound to fail (agentic_replay.py, context-overflow
+// short-circuit). Its parked turns and the branches that would have
+// started after them are dropped; a stopped branch lets its parent's join
+// go on without it (BranchOrchestrator.on_child_stopped).
+func (d *driver) stopSession(s *session) {
+	s.stopped = true
+	dropped := len(s.parked)
+	s.parked = nil
+	for _, list := range s.branchWait {
+		for _, b := range list {
+			dropped += 1 + d.dropTree(b.SessionID)
+		}
+	}
+	s.branchWait = nil
+	if s.lane >= 0 {
+		d.lanes.l[s.lane].remaining -= dropped
+	}
+	if s.isBranch {
+		d.branchFinished(s)
+	}
+}
+
+// dropTree forgets a branch that never started and everything under it,
+// returning how many of its requests will not be sent besides its first.
+func (d *driver) dropTree(id uint64) int {
+	b := d.sessions[id]
+	if b == nil {
+		return 0
+	}
+	n := len(b.parked)
+	for _, list := range b.branchWait {
+		for _, c := range list {
+			n += 1 + d.dropTree(c.SessionID)
+		}
+	}
+	delete(d.sessions, id)
+	return n
 }

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"blis/catalog"
 	"blis/engine"
@@ -197,7 +199,100 @@ func (s Scenario) checkRanges() error {
 			return bad("percentile-metrics", m, "allowed: ttft, tpot, itl, e2el")
 		}
 	}
+	return s.checkClient()
+}
+
+// maxSeconds bounds every client time setting (about 31 years), so it
+// converts to a time.Duration.
+const maxSeconds = 1e9
+
+// checkClient checks the client group's settings.
+func (s Scenario) checkClient() error {
+	switch s.ConcurrencyMode {
+	case "auto", "requests", "lanes":
+	default:
+		return bad("concurrency-mode", s.ConcurrencyMode, "allowed: auto, requests, lanes")
+	}
+	switch s.CacheBust {
+	case "none", "first_turn_prefix", "system_prefix":
+	default:
+		return bad("cache-bust", s.CacheBust, "allowed: none, first_turn_prefix, system_prefix")
+	}
+	if s.WarmupRequestsPerLane < 0 {
+		return bad("warmup-requests-per-lane", fmt.Sprint(s.WarmupRequestsPerLane), "must be ≥ 0 (0: none beyond the primers)")
+	}
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"trajectory-start-min-ratio", s.TrajectoryStartMinRatio}, {"trajectory-start-max-ratio", s.TrajectoryStartMaxRatio}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			return bad(r.key, fmt.Sprint(r.v), "must be in [0, 1]")
+		}
+	}
+	if s.TrajectoryStartMinRatio > s.TrajectoryStartMaxRatio {
+		return bad("trajectory-start-min-ratio", fmt.Sprint(s.TrajectoryStartMinRatio),
+			fmt.Sprintf("must be ≤ --trajectory-start-max-ratio (%v)", s.TrajectoryStartMaxRatio))
+	}
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{
+		{"trace-idle-gap-cap-seconds", s.TraceIdleGapCapSeconds},
+		{"system-idle-gap-cap-seconds", s.SystemIdleGapCapSeconds},
+		{"benchmark-duration", s.BenchmarkDuration},
+		{"request-timeout-seconds", s.RequestTimeoutSeconds},
+	} {
+		if !(r.v >= 0 && r.v <= maxSeconds) {
+			return bad(r.key, fmt.Sprint(r.v), fmt.Sprintf("must be in [0, %g] seconds (0: off)", maxSeconds))
+		}
+	}
+	if g := s.BenchmarkGracePeriod; !(g >= 0 && (g <= maxSeconds || math.IsInf(g, 1))) {
+		return bad("benchmark-grace-period", fmt.Sprint(g), fmt.Sprintf("must be in [0, %g] seconds, or inf", maxSeconds))
+	}
+	if s.Lanes() {
+		switch {
+		case s.MaxConcurrency < 1:
+			return bad("max-concurrency", fmt.Sprint(s.MaxConcurrency), "lanes need ≥ 1: it is the number of lanes")
+		case s.NumWarmups > 0:
+			return bad("num-warmups", fmt.Sprint(s.NumWarmups), "is vllm bench's warm-up; with lanes use --warmup-requests-per-lane")
+		case !math.IsInf(s.RequestRate, 1):
+			return bad("request-rate", fmt.Sprint(s.RequestRate), "lanes are closed loops: each sends its next trajectory when one ends; leave --request-rate at inf")
+		}
+	}
 	return nil
+}
+
+// Lanes reports whether the client runs lanes (aiperf's agentic replay)
+// rather than vllm bench's per-request cap: --concurrency-mode lanes, or
+// auto with a setting only agentic replay has.
+func (s Scenario) Lanes() bool {
+	switch s.ConcurrencyMode {
+	case "lanes":
+		return true
+	case "auto":
+		return s.WarmupRequestsPerLane > 0 || s.TrajectoryStartMaxRatio > 0
+	}
+	return false
+}
+
+// Seconds converts a client setting in seconds to a duration; +Inf
+// becomes −1 (no limit).
+func Seconds(x float64) time.Duration {
+	if math.IsInf(x, 1) {
+		return -1
+	}
+	return time.Duration(math.Round(x * float64(time.Second)))
+}
+
+// Reopen opens the scenario's workload again from its start (the same
+// requests: sources are deterministic), for clients that replay a corpus
+// more than once.
+func (r *Resolved) Reopen() (workload.Source, error) {
+	src, err := workload.Open(r.Scenario.traceSpec(r.Random))
+	if err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+	return src, nil
 }
 
 // newPricer builds the step pricer --step-model names. auto takes the

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -77,6 +78,18 @@ type Scenario struct {
 	SharedPrefix             workload.SharedPrefixSpec
 	Agentic                  workload.AgenticSpec
 
+	// client (aiperf names; cluster/README.md describes each)
+	ConcurrencyMode         string  // "auto", "requests" (vllm bench) or "lanes" (aiperf agentic replay)
+	WarmupRequestsPerLane   int     // lanes: warm-up requests per lane, the primer included
+	TrajectoryStartMinRatio float64 // lanes: initial start turn, as a share of the trajectory's turns
+	TrajectoryStartMaxRatio float64
+	TraceIdleGapCapSeconds  float64 // cap on every session delay; 0 = none
+	SystemIdleGapCapSeconds float64 // cap on whole-system idle time; 0 = none
+	CacheBust               string  // "none", "first_turn_prefix", "system_prefix"
+	BenchmarkDuration       float64 // seconds of the timed phase that send requests; 0 = no limit
+	BenchmarkGracePeriod    float64 // seconds in-flight requests get after it; +Inf: all
+	RequestTimeoutSeconds   float64 // 0 = none
+
 	// BLIS
 	StepModel string // "auto" (fitted where the chip has coefficients, else roofline), "fitted", "roofline"
 
@@ -110,9 +123,15 @@ func Defaults() Scenario {
 		MetricPercentiles: []float64{50, 90, 95, 99},
 		PercentileMetrics: "ttft,tpot,itl,e2el",
 		StepModel:         "auto",
-		PrefixRepetition:  workload.DefaultPrefixRepetitionSpec(),
-		SharedPrefix:      workload.DefaultSharedPrefixSpec(),
-		Agentic:           workload.DefaultAgenticSpec(),
+
+		ConcurrencyMode:       "auto",
+		CacheBust:             "none",
+		BenchmarkGracePeriod:  30,    // aiperf's default
+		RequestTimeoutSeconds: 21600, // aiperf's default, and vllm bench's aiohttp timeout (6 h)
+
+		PrefixRepetition: workload.DefaultPrefixRepetitionSpec(),
+		SharedPrefix:     workload.DefaultSharedPrefixSpec(),
+		Agentic:          workload.DefaultAgenticSpec(),
 	}
 }
 
@@ -207,6 +226,17 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "agentic-num-sessions", Group: "trace", Value: intValue{&s.Agentic.NumSessions}, Usage: "agentic: synthetic coding sessions"},
 		{Name: "agentic-session-rate", Group: "trace", Value: floatValue{&s.Agentic.SessionRate}, Usage: "agentic: sessions started per second"},
 
+		{Name: "concurrency-mode", Group: "client", Value: stringValue{&s.ConcurrencyMode}, Usage: "requests: --max-concurrency caps requests in flight (vllm bench); lanes: --max-concurrency lanes each replay one session tree at a time (aiperf agentic replay); auto: lanes when --warmup-requests-per-lane or --trajectory-start-max-ratio is set"},
+		{Name: "warmup-requests-per-lane", Group: "client", Value: intValue{&s.WarmupRequestsPerLane}, Usage: "lanes: warm-up requests per lane, its trajectory primer included, each asking for one token; after the primers, lanes replay with no delays"},
+		{Name: "trajectory-start-min-ratio", Group: "client", Value: floatValue{&s.TrajectoryStartMinRatio}, Usage: "lanes: each initial trajectory starts at a turn drawn in [min, max] of its turns, primed by a warm-up request carrying its history (aiperf's defaults: 0.25, 0.75)"},
+		{Name: "trajectory-start-max-ratio", Group: "client", Value: floatValue{&s.TrajectoryStartMaxRatio}, Usage: "lanes: upper bound of the start turn, as a share of the trajectory's turns"},
+		{Name: "trace-idle-gap-cap-seconds", Group: "client", Value: floatValue{&s.TraceIdleGapCapSeconds}, Usage: "cap every session delay (think, tool time) at this many seconds (0 = no cap)"},
+		{Name: "system-idle-gap-cap-seconds", Group: "client", Value: floatValue{&s.SystemIdleGapCapSeconds}, Usage: "when nothing is in flight, move pending releases earlier so the next comes within this many seconds (0 = off)"},
+		{Name: "cache-bust", Group: "client", Value: stringValue{&s.CacheBust}, Usage: "none, first_turn_prefix (a unique marker per trajectory play after the system prompt) or system_prefix (before it)"},
+		{Name: "benchmark-duration", Group: "client", Value: floatValue{&s.BenchmarkDuration}, Usage: "send no request after this many seconds of the timed phase (0 = no limit)"},
+		{Name: "benchmark-grace-period", Group: "client", Value: secondsValue{&s.BenchmarkGracePeriod}, Usage: "seconds in-flight requests get after --benchmark-duration to be recorded, or inf"},
+		{Name: "request-timeout-seconds", Group: "client", Value: floatValue{&s.RequestTimeoutSeconds}, Usage: "cancel a request not complete this many seconds after it was sent, counted failed (0 = never)"},
+
 		{Name: "step-model", Group: "blis", Value: stringValue{&s.StepModel}, Usage: "step pricer: auto (fitted-v1 where the chip has fitted kernel coefficients, else roofline-v1), fitted, roofline"},
 
 		{Name: "save-result", Group: "output", Value: sr, Usage: "write the vLLM bench result JSON"},
@@ -216,6 +246,30 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "export-dir", Group: "output", Value: stringValue{&s.ExportDir}, Usage: "directory of the --export files (default: the current directory)"},
 		{Name: "result-filename", Group: "output", Value: stringValue{&s.ResultFilename}, Usage: "name of the result JSON (default: blis-<model>-<hardware>-tp<N>.json)"},
 	}
+}
+
+// secondsValue is a duration in seconds that may be "inf".
+type secondsValue struct{ p *float64 }
+
+func (v secondsValue) String() string {
+	if math.IsInf(*v.p, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+func (v secondsValue) Type() string { return "seconds" }
+func (v secondsValue) Set(s string) error {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "inf" || t == "+inf" || t == "infinity" {
+		*v.p = math.Inf(1)
+		return nil
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%q is not a number of seconds or inf", s)
+	}
+	*v.p = f
+	return nil
 }
 
 // InputError is bad user input: which file and line (if any), which key,

@@ -385,6 +385,7 @@ func (s *sessionsSource) walk(rec *SessionRecord, path string, depth int, start 
 		if k == 0 && sys > 0 {
 			s.segs = append(s.segs, Segment{ID: sysID, Len: sys})
 			p.r.InputLen += sys
+			p.r.SystemSegments = 1
 		}
 		s.segCounter++
 		s.segs = append(s.segs, Segment{ID: splitmix64(s.uniqueBase ^ s.segCounter), Len: t.InputTokens})

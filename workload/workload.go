@@ -57,7 +57,7 @@ type Segment struct {
 // passed), else the session's start. Whether a parked follow-up holds a
 // concurrency slot is the driver's policy: vllm bench has no sessions,
 // aiperf's --concurrency counts sessions (a slot is held from the first
-// turn to the last).
+// turn to the last); cluster/README.md describes both clients.
 //
 // Prompt. Let C(p) be p's full context after it ran: the prompt the engine
 // saw, followed by Segment{ID: p.OutputID, Len: p.NumOutput} for the tokens
@@ -118,6 +118,12 @@ type Request struct {
 	// WaitBranches is the number of branches spawned after turn Turn−1 of
 	// this session that must finish before this turn is released.
 	WaitBranches int
+	// SystemSegments is how many leading Prompt segments are a shared system
+	// prompt (instructions, tool definitions) rather than the turn's own
+	// message; set on a session's first turn, 0 when it has none. A client
+	// that makes each session's first user message unique (aiperf's
+	// --cache-bust first_turn_prefix) inserts its marker after them.
+	SystemSegments int
 }
 
 // Source yields requests in send order. Next fills *r and returns false when

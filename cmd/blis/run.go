@@ -98,13 +98,11 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	if err != nil {
 		return &scenario.InputError{Msg: err.Error()}
 	}
-	out, err := cluster.Run(cluster.Config{
-		Engine: res.Engine, Pricer: res.Pricer,
-		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
-	}, res.Source, rec)
+	out, err := cluster.Run(clientConfig(s, res), res.Source, rec)
 	if err != nil {
 		return err
 	}
+	printClient(stderr, s, out)
 	hit := 0.0
 	if out.Engine.PrefixQueries > 0 {
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
@@ -138,6 +136,47 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "Result written to %s\n", path)
 	}
 	return nil
+}
+
+// printClient reports on stderr what the client did besides the requests
+// it recorded, when there is something to say.
+func printClient(w io.Writer, s scenario.Scenario, out cluster.Result) {
+	if !s.Lanes() && out.TimedOut == 0 && out.Unfinished == 0 && out.SystemIdle.Jumps == 0 && out.TraceIdle.Jumps == 0 {
+		return
+	}
+	mode := "per-request cap"
+	if s.Lanes() {
+		mode = fmt.Sprintf("%d lanes, %d trajectories, %d warm-up requests", s.MaxConcurrency, out.Trajectories, out.WarmupRequests)
+	}
+	fmt.Fprintf(w, "INFO client: %s; %d timed out, %d unfinished when the grace period ended; idle skipped: %.1f s system-wide, %.1f s in trajectory trees\n",
+		mode, out.TimedOut, out.Unfinished, out.SystemIdle.Skipped.Seconds(), out.TraceIdle.Skipped.Seconds())
+}
+
+// clientConfig is the benchmark client the scenario describes.
+func clientConfig(s scenario.Scenario, res *scenario.Resolved) cluster.Config {
+	cfg := cluster.Config{
+		Engine: res.Engine, Pricer: res.Pricer,
+		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
+		WarmupRequestsPerLane: s.WarmupRequestsPerLane,
+		TrajectoryStartMin:    s.TrajectoryStartMinRatio,
+		TrajectoryStartMax:    s.TrajectoryStartMaxRatio,
+		TraceIdleGapCap:       scenario.Seconds(s.TraceIdleGapCapSeconds),
+		SystemIdleGapCap:      scenario.Seconds(s.SystemIdleGapCapSeconds),
+		BenchmarkDuration:     scenario.Seconds(s.BenchmarkDuration),
+		GracePeriod:           scenario.Seconds(s.BenchmarkGracePeriod),
+		RequestTimeout:        scenario.Seconds(s.RequestTimeoutSeconds),
+		Reopen:                res.Reopen,
+	}
+	if s.Lanes() {
+		cfg.Mode = cluster.Lanes
+	}
+	switch s.CacheBust {
+	case "first_turn_prefix":
+		cfg.CacheBust = cluster.CacheBustFirstTurnPrefix
+	case "system_prefix":
+		cfg.CacheBust = cluster.CacheBustSystemPrefix
+	}
+	return cfg
 }
 
 func resultPath(s scenario.Scenario, model string) string {
