@@ -21,7 +21,7 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "validate",
 		Short: "Score BLIS's predictions against measured benchmark runs",
 	}
-	cmd.AddCommand(newValidateInferenceXCmd(stdout, stderr))
+	cmd.AddCommand(newValidateInferenceXCmd(stdout, stderr), newValidatePageCmd(stdout, stderr))
 	return cmd
 }
 
@@ -131,6 +131,11 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	// CreateTemp makes the file private; results are ordinary files.
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

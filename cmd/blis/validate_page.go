@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"blis/scenario"
+	"blis/validate"
+)
+
+func newValidatePageCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		out           string
+		record, check bool
+		jobs          int
+	)
+	cmd := &cobra.Command{
+		Use:   "page MANIFEST.yaml",
+		Short: "Replay a validation manifest's measured runs and write its validation page",
+		Long: `Read a validation manifest (docs/validation/README.md), read every measured
+input it names, replay each level in BLIS, and write the validation page:
+NAME.md (Markdown, the seed pages' sections: sources, provenance verdict,
+paired requests, population metrics, TTFT, KV pool, every level), NAME.json
+(every number on the page) and figures/NAME/*.svg, into --out (default: the
+manifest's directory). Prints each arm's verdict and headline errors.
+
+--record also pins the headline errors (MAPE and signed mean per arm and
+metric) in NAME.baseline.json. --check writes nothing: it recomputes the
+page and exits 1 when a MAPE grows beyond the manifest's tolerance-pp over
+the baseline, or an arm scores fewer points.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &usageError{fmt.Errorf("validate page takes one manifest file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if record && check {
+				return &usageError{errors.New("--record and --check exclude each other: record a baseline, or check against one")}
+			}
+			if jobs < 0 {
+				return &usageError{errors.New("--jobs must be ≥ 0")}
+			}
+			file := args[0]
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return &scenario.InputError{File: file, Msg: "cannot read the manifest: " + errors.Unwrap(err).Error()}
+			}
+			m, err := validate.ParseManifest(file, data)
+			if err != nil {
+				return err
+			}
+			dir := out
+			if dir == "" {
+				dir = m.Dir
+			}
+			basePath := filepath.Join(dir, m.Name+".baseline.json")
+			var base *validate.Baseline
+			if check {
+				b, err := os.ReadFile(basePath)
+				if err != nil {
+					return &scenario.InputError{File: basePath, Msg: "no baseline to check against: record one with --record"}
+				}
+				if base, err = validate.ReadBaseline(basePath, b); err != nil {
+					return err
+				}
+			}
+			start := time.Now()
+			pg, err := validate.BuildPage(m, validate.PageOptions{Version: buildVersion(), Jobs: jobs})
+			if err != nil {
+				return err
+			}
+			if err := writeSummary(stdout, pg); err != nil {
+				return err
+			}
+			if check {
+				res := validate.Check(base, pg, m.TolerancePP)
+				if err := res.WriteText(stdout, m.Name); err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "Checked in %.1f s.\n", time.Since(start).Seconds())
+				if !res.OK() {
+					return fmt.Errorf("validate page %s: %d headline errors regressed beyond %g percentage points", m.Name, len(res.Failures), m.TolerancePP)
+				}
+				return nil
+			}
+			if err := writePage(dir, pg); err != nil {
+				return err
+			}
+			if record {
+				if err := writeFileAtomic(basePath, validate.NewBaseline(pg).WriteJSON); err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "Baseline written to %s\n", basePath)
+			}
+			fmt.Fprintf(stderr, "Page written to %s in %.1f s.\n", filepath.Join(dir, m.Name+".md"), time.Since(start).Seconds())
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&out, "out", "", "directory of the page, its JSON, figures and baseline (default: the manifest's directory)")
+	fs.BoolVar(&record, "record", false, "also pin the headline errors in NAME.baseline.json")
+	fs.BoolVar(&check, "check", false, "write nothing; exit 1 when a headline error regressed beyond tolerance against NAME.baseline.json")
+	fs.IntVar(&jobs, "jobs", 0, "simulations run in parallel (0 = number of CPUs); the page does not depend on it")
+	return cmd
+}
+
+// writePage writes NAME.md, NAME.json and figures/NAME/, replacing the
+// figures of an earlier page of the same name.
+func writePage(dir string, pg *validate.Page) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, pg.Name+".md"), pg.WriteMarkdown); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, pg.Name+".json"), pg.WriteJSON); err != nil {
+		return err
+	}
+	figDir := filepath.Join(dir, filepath.FromSlash(validate.FigureDir(pg.Name)))
+	if old, err := filepath.Glob(filepath.Join(figDir, "*.svg")); err == nil {
+		for _, f := range old {
+			os.Remove(f)
+		}
+	}
+	if err := os.MkdirAll(figDir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range pg.Figures() {
+		data := f.Data
+		if err := writeFileAtomic(filepath.Join(figDir, f.Name), func(w io.Writer) error {
+			_, err := io.Copy(w, bytes.NewReader(data))
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSummary prints each arm's verdict and headline errors.
+func writeSummary(w io.Writer, pg *validate.Page) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", pg.Title)
+	for _, a := range pg.Arms {
+		fmt.Fprintf(&b, "  %-40s %s\n", a.Label, a.Verdict)
+		for _, mp := range a.Population {
+			fmt.Fprintf(&b, "    %-24s points %4d  MAPE %7.1f%%  signed mean %+7.1f%%  %s\n",
+				mp.Metric, mp.Points, mp.MAPE.F(), mp.SignedMean.F(), mp.Sign)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,35 @@
+package validate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden pages under testdata/golden/ (review the diff)")
+
+// goldenPage compares a page's Markdown with testdata/golden/NAME.md (the
+// manifest's directory written as DIR); -update rewrites it.
+func goldenPage(t *testing.T, name string, pg *Page) {
+	t.Helper()
+	got := bytes.ReplaceAll(pageMD(pg), []byte(filepath.Dir(pg.Manifest)), []byte("DIR"))
+	path := filepath.Join("testdata", "golden", name+".md")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("page differs from %s (go test -update rewrites it; review the diff):\n%s", path, got)
+	}
+}
