@@ -109,16 +109,23 @@ func (p *blockPool) touch(b int32) {
 	p.blk[b].ref++
 }
 
-// release drops one reference from each block, in the order given; blocks
+// release drops one reference from each block, last to first; blocks
 // reaching zero join the tail of the free queue (vLLM frees a request's blocks
-// tail-first so its last blocks are evicted first).
+// tail-first so its last blocks are evicted first). Null-block entries (a
+// sliding window's freed slots) are skipped.
 func (p *blockPool) release(blocks []int32) {
 	for i := len(blocks) - 1; i >= 0; i-- {
-		b := blocks[i]
-		p.blk[b].ref--
-		if p.blk[b].ref == 0 {
-			p.pushTail(b)
+		if b := blocks[i]; b != 0 {
+			p.unref(b)
 		}
+	}
+}
+
+// unref drops one reference from block b.
+func (p *blockPool) unref(b int32) {
+	p.blk[b].ref--
+	if p.blk[b].ref == 0 {
+		p.pushTail(b)
 	}
 }
 

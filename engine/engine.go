@@ -6,7 +6,9 @@
 // vllm/v1/core/sched/scheduler.py Scheduler.schedule / update_from_output,
 // vllm/v1/core/kv_cache_manager.py allocate_slots / get_computed_blocks,
 // vllm/v1/core/block_pool.py), with the FCFS policy and no speculative
-// decoding, KV connector, encoder inputs or async scheduling.
+// decoding, KV connector, encoder inputs or async scheduling. Models mixing
+// full-attention and sliding-window layers use the hybrid KV cache manager
+// (hybrid.go).
 //
 // Like etcd's raft, the engine owns no clock and no goroutines: the caller
 // adds requests, asks for the next step's batch (Schedule), prices it, and
@@ -30,6 +32,13 @@ type Config struct {
 	BlockSize                 int  // --block-size
 	NumGPUBlocks              int  // KV pool size in blocks, null block included
 	MaxModelLen               int  // --max-model-len
+	// KVCache is vLLM's KV cache groups (kernel.MemoryPlan.KVCache). The
+	// zero value or one full-attention group is a plain model; otherwise
+	// every request holds blocks in every group from the one pool, and
+	// sliding-window groups free the blocks that leave the window. Groups,
+	// Sliding and Window are read; block size and token budget are the
+	// fields above.
+	KVCache kernel.KVCacheLayout
 }
 
 // Validate reports the first impossible setting, naming its vLLM flag.
@@ -53,7 +62,7 @@ func (c Config) Validate() error {
 			"a long prompt could never be scheduled; raise --max-num-batched-tokens or enable chunked prefill",
 			c.MaxNumBatchedTokens, c.MaxModelLen)
 	}
-	return nil
+	return c.validateGroups()
 }
 
 // Stats are counters over the engine's life.
@@ -89,6 +98,10 @@ type Engine struct {
 	hitBuf    []int32
 	inStep    bool
 	stats     Stats
+
+	// The hybrid KV cache manager (off for a plain model): see hybrid.go.
+	hybrid bool
+	hy     hybridState
 }
 
 // New builds an engine. The pool has cfg.NumGPUBlocks blocks including the
@@ -97,11 +110,13 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{
+	e := &Engine{
 		cfg:     cfg,
 		pool:    newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching),
 		running: make([]*Request, 0, cfg.MaxNumSeqs),
-	}, nil
+	}
+	e.initHybrid()
+	return e, nil
 }
 
 // Config returns the engine's configuration.
@@ -151,9 +166,12 @@ func (e *Engine) Add(r *Request, now time.Duration) bool {
 		return e.reject(r, fmt.Sprintf("max_model_len: this model's maximum context length is %d tokens, "+
 			"but %d were requested (%d prompt + %d output)", e.cfg.MaxModelLen,
 			r.PromptLen+r.MaxTokens, r.PromptLen, r.MaxTokens))
-	case cdiv(r.PromptLen+r.MaxTokens-1, e.cfg.BlockSize) > e.pool.usable():
+	case e.blocksNeeded(r.PromptLen+r.MaxTokens-1) > e.pool.usable():
 		return e.reject(r, fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d",
-			cdiv(r.PromptLen+r.MaxTokens-1, e.cfg.BlockSize), e.pool.usable()))
+			e.blocksNeeded(r.PromptLen+r.MaxTokens-1), e.pool.usable()))
+	}
+	if e.hybrid && len(r.kvMore) < len(e.hy.windows)-1 {
+		r.kvMore = append(r.kvMore, make([]reqGroup, len(e.hy.windows)-1-len(r.kvMore))...)
 	}
 	r.Status = StatusWaiting
 	e.waiting.pushBack(r)
@@ -194,11 +212,19 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			i++
 			continue
 		}
-		if n == 1 && r.NumComputed < len(r.blocks)*e.cfg.BlockSize {
+		if n == 1 && r.NumComputed < len(r.kv.blocks)*e.cfg.BlockSize {
 			// Fast path: a decode row whose next slot is already allocated
-			// needs no new block; it only registers a block it fills.
+			// needs no new block; it only registers a block it fills (and,
+			// in a sliding-window group, frees the block leaving the window).
+			if e.hybrid {
+				e.removeSkipped(r, r.NumComputed)
+			}
 			if e.cfg.EnablePrefixCaching && (r.NumComputed+1)%e.cfg.BlockSize == 0 && r.NumComputed+1 <= r.NumTokens() {
-				e.cacheFull(r, r.NumComputed+1)
+				if e.hybrid {
+					e.cacheFullGroups(r, r.NumComputed+1)
+				} else {
+					e.cacheFull(r, r.NumComputed+1)
+				}
 			}
 			e.add(r, 1, b)
 			budget--
@@ -207,7 +233,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		}
 		ok := false
 		for {
-			if e.allocate(r, n, nil) {
+			if e.allocateSlots(r, n, nil, 0) {
 				ok = true
 				break
 			}
@@ -231,11 +257,17 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 			r := e.waiting.peek()
 			hits := e.hitBuf[:0]
+			hitBlocks := 0
 			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching {
-				hits = e.longestHit(r, hits)
+				if e.hybrid {
+					hitBlocks = e.longestHitHybrid(r)
+				} else {
+					hits = e.longestHit(r, hits)
+					hitBlocks = len(hits)
+				}
 			}
 			e.hitBuf = hits
-			hitTokens := len(hits) * e.cfg.BlockSize
+			hitTokens := hitBlocks * e.cfg.BlockSize
 			n := r.NumTokens() - r.NumComputed - hitTokens
 			if thr > 0 && n > thr {
 				n = thr
@@ -244,7 +276,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				break
 			}
 			n = min(n, budget)
-			if !e.allocate(r, n, hits) {
+			if !e.allocateSlots(r, n, hits, hitBlocks) {
 				break
 			}
 			e.waiting.popFront()
@@ -312,6 +344,16 @@ func (e *Engine) longestHit(r *Request, dst []int32) []int32 {
 	return dst
 }
 
+// allocateSlots gives r slots for n new tokens after its prefix-cache hit
+// (hits for a plain model; hitBlocks blocks in every group, left by
+// longestHitHybrid, for a hybrid one), or reports that the pool is short.
+func (e *Engine) allocateSlots(r *Request, n int, hits []int32, hitBlocks int) bool {
+	if e.hybrid {
+		return e.allocateHybrid(r, n, hitBlocks)
+	}
+	return e.allocate(r, n, hits)
+}
+
 // allocate mirrors KVCacheManager.allocate_slots for full attention without
 // lookahead: it succeeds only if the new blocks plus the cached hit blocks
 // that are currently free (evictable) fit in the free queue.
@@ -319,7 +361,7 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	bs := e.cfg.BlockSize
 	computed := r.NumComputed + len(hits)*bs
 	need := min(computed+n, e.cfg.MaxModelLen)
-	newBlocks := cdiv(need, bs) - len(hits) - len(r.blocks)
+	newBlocks := cdiv(need, bs) - len(hits) - len(r.kv.blocks)
 	evictable := 0
 	for _, blk := range hits {
 		if e.pool.blk[blk].ref == 0 {
@@ -332,13 +374,13 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	for _, blk := range hits {
 		e.pool.touch(blk)
 	}
-	r.blocks = append(r.blocks, hits...)
+	r.kv.blocks = append(r.kv.blocks, hits...)
 	if len(hits) > 0 {
-		r.numCached = len(r.blocks)
+		r.kv.numCached = len(r.kv.blocks)
 		r.NumComputed = computed
 	}
 	if newBlocks > 0 {
-		r.blocks = e.pool.take(newBlocks, r.blocks)
+		r.kv.blocks = e.pool.take(newBlocks, r.kv.blocks)
 	}
 	if e.cfg.EnablePrefixCaching {
 		e.cacheFull(r, min(computed+n, r.NumTokens()))
@@ -351,22 +393,20 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 func (e *Engine) cacheFull(r *Request, upto int) {
 	bs := e.cfg.BlockSize
 	full := upto / bs
-	if full <= r.numCached {
+	if full <= r.kv.numCached {
 		return
 	}
 	r.extendHashes(full*bs, bs)
-	for k := r.numCached; k < full; k++ {
-		e.pool.register(r.blocks[k], r.hashes[k])
+	for k := r.kv.numCached; k < full; k++ {
+		e.pool.register(r.kv.blocks[k], r.hashes[k])
 	}
-	r.numCached = full
+	r.kv.numCached = full
 }
 
 // preempt frees r's blocks and puts it back at the head of the waiting queue
 // for recomputation (vLLM's _preempt_request, RECOMPUTE mode).
 func (e *Engine) preempt(r *Request) {
-	e.pool.release(r.blocks)
-	r.blocks = r.blocks[:0]
-	r.numCached = 0
+	e.freeBlocks(r)
 	r.NumComputed = 0
 	r.Status = StatusPreempted
 	r.Preemptions++
@@ -402,8 +442,7 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 			anyDone = true
 			r.Status = StatusFinished
 			r.Finished = now
-			e.pool.release(r.blocks)
-			r.blocks = r.blocks[:0]
+			e.freeBlocks(r)
 		}
 		e.samples = append(e.samples, s)
 	}
@@ -418,6 +457,40 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 		e.running = kept
 	}
 	return e.samples
+}
+
+// freeBlocks releases every block r holds, group by group, each tail first
+// (vLLM's KVCacheCoordinator.free).
+func (e *Engine) freeBlocks(r *Request) {
+	e.pool.release(r.kv.blocks)
+	r.kv = reqGroup{blocks: r.kv.blocks[:0]}
+	if e.hybrid {
+		for i := range r.kvMore {
+			k := &r.kvMore[i]
+			e.pool.release(k.blocks)
+			*k = reqGroup{blocks: k.blocks[:0]}
+		}
+	}
+}
+
+// blocksNeeded is the most blocks a request of n tokens holds at once: one
+// per block_size tokens in a plain model; summed over the groups of a hybrid
+// one, a sliding-window group holding at most window − 1 + one step's tokens
+// (SlidingWindowSpec.max_memory_usage_bytes).
+func (e *Engine) blocksNeeded(n int) int {
+	full := cdiv(n, e.cfg.BlockSize)
+	if !e.hybrid {
+		return full
+	}
+	total := 0
+	for _, w := range e.hy.windows {
+		if w == 0 {
+			total += full
+		} else {
+			total += min(full, cdiv(min(w-1+e.cfg.MaxNumBatchedTokens, n), e.cfg.BlockSize)+1)
+		}
+	}
+	return total
 }
 
 // ring is a double-ended FIFO of requests (vLLM's FCFSRequestQueue, a deque).

@@ -301,7 +301,7 @@ func TestConfigValidation(t *testing.T) {
 // free = usable, reference counts equal the blocks requests hold), every
 // request ends exactly once, causality, and exact output counts.
 func TestRandomisedInvariants(t *testing.T) {
-	for trial := 0; trial < 60; trial++ {
+	for trial := 0; trial < 120; trial++ {
 		rng := rand.New(rand.NewPCG(uint64(trial), 7))
 		bs := []int{1, 4, 16}[rng.IntN(3)]
 		c := Config{
@@ -315,6 +315,13 @@ func TestRandomisedInvariants(t *testing.T) {
 		}
 		if rng.IntN(3) == 0 {
 			c.LongPrefillTokenThreshold = 1 + rng.IntN(64)
+		}
+		// Half the trials are hybrid: a sliding window beside zero to two
+		// full-attention groups, in either order.
+		if trial%2 == 1 {
+			kinds := []string{"s", "sf", "fs", "fss"}[rng.IntN(4)]
+			c.KVCache = layout(1+rng.IntN(64), kinds)
+			c.NumGPUBlocks *= len(kinds)
 		}
 		e, err := New(c)
 		if err != nil {
@@ -394,9 +401,39 @@ func checkBlocks(t *testing.T, e *Engine, reqs []*Request) {
 	t.Helper()
 	p := e.pool
 	refs := make([]int32, p.numBlocks())
+	owner := make([]int, p.numBlocks()) // group holding the block + 1
+	groups := max(1, e.cfg.KVCache.Groups)
 	for _, r := range reqs {
-		for _, b := range r.blocks {
-			refs[b]++
+		if r.Status == StatusRejected {
+			continue
+		}
+		for g := 0; g < groups; g++ {
+			if g > 0 && g > len(r.kvMore) {
+				if len(r.kv.blocks) != 0 {
+					t.Fatalf("request %d holds blocks but has no group %d", r.ID, g)
+				}
+				continue
+			}
+			k := r.group(g)
+			if len(k.blocks) != len(r.kv.blocks) {
+				t.Fatalf("request %d: group %d holds %d block slots, group 0 %d", r.ID, g, len(k.blocks), len(r.kv.blocks))
+			}
+			for i, b := range k.blocks {
+				if b == 0 {
+					if i >= k.skipped {
+						t.Fatalf("request %d group %d: null block at %d past the %d skipped", r.ID, g, i, k.skipped)
+					}
+					continue
+				}
+				if i < k.skipped {
+					t.Fatalf("request %d group %d: block %d held at skipped slot %d", r.ID, g, b, i)
+				}
+				if owner[b] != 0 && owner[b] != g+1 {
+					t.Fatalf("block %d held in groups %d and %d", b, owner[b]-1, g)
+				}
+				owner[b] = g + 1
+				refs[b]++
+			}
 		}
 	}
 	free := 0
@@ -420,5 +457,228 @@ func checkBlocks(t *testing.T, e *Engine, reqs []*Request) {
 	}
 	if n != p.free {
 		t.Fatalf("free list walk %d != free %d", n, p.free)
+	}
+}
+
+// layout is a KV cache layout with one group per letter of kinds: 's' a
+// sliding-window group of the given window, 'f' a full-attention group.
+func layout(window int, kinds string) kernel.KVCacheLayout {
+	l := kernel.KVCacheLayout{Groups: len(kinds)}
+	for g, k := range kinds {
+		if k == 's' {
+			l.Sliding |= 1 << uint(g)
+			l.Window = window
+		}
+	}
+	return l
+}
+
+// hcfg is a gpt-oss-like hybrid engine: a sliding-window group (window 8)
+// then a full-attention group, blocks of 4 tokens.
+func hcfg(budget, seqs, blocks int) Config {
+	c := cfg(budget, seqs, blocks, 4)
+	c.KVCache = layout(8, "sf")
+	return c
+}
+
+// held counts the non-null blocks r holds in group g.
+func held(r *Request, g int) int {
+	n := 0
+	for _, b := range r.group(g).blocks {
+		if b != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHybridWindowFreesBlocks follows one request through a window-8,
+// block-4 sliding group, beside a full group (gpt-oss-like) or alone
+// (Mistral-like): after computing c tokens and allocating for c+1, the
+// sliding group holds blocks ⌊(c−7)/4⌋ … ⌈(c+1)/4⌉−1, the full group all
+// ⌈(c+1)/4⌉.
+func TestHybridWindowFreesBlocks(t *testing.T) {
+	for _, groups := range []string{"sf", "s"} {
+		c := hcfg(64, 4, 64)
+		c.KVCache = layout(8, groups)
+		c.EnablePrefixCaching = false
+		e, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fullHeld := func(r *Request) int {
+			if len(groups) == 1 {
+				return 0
+			}
+			return held(r, 1)
+		}
+		var now time.Duration
+		r := req(1, 12, seg(1, 16))
+		e.Add(r, now)
+		step(t, e, &now) // prefill 16: 4 blocks in each group
+		if held(r, 0) != 4 || e.HeldBlocks() != 4*len(groups) {
+			t.Fatalf("%d groups, after prefill: sliding %d held %d", len(groups), held(r, 0), e.HeldBlocks())
+		}
+		// Decode steps: computed c before the step → (sliding, full) blocks after it.
+		want := []struct{ c, sliding, full int }{
+			{16, 3, 5}, // skip 9 tokens: blocks 0,1 freed; slot 16 needs block 4 in both
+			{17, 3, 5},
+			{18, 3, 5},
+			{19, 2, 5}, // skip 12: block 2 freed
+			{20, 3, 6}, // slot 20: block 5
+			{21, 3, 6},
+			{22, 3, 6},
+			{23, 2, 6},
+		}
+		for _, w := range want {
+			if r.NumComputed != w.c {
+				t.Fatalf("computed %d, want %d", r.NumComputed, w.c)
+			}
+			step(t, e, &now)
+			if len(groups) == 1 {
+				w.full = 0
+			}
+			if held(r, 0) != w.sliding || fullHeld(r) != w.full || e.HeldBlocks() != w.sliding+w.full {
+				t.Fatalf("%d groups, c=%d: sliding %d full %d held %d, want %d/%d", len(groups), w.c, held(r, 0), fullHeld(r), e.HeldBlocks(), w.sliding, w.full)
+			}
+			if k := r.group(0); k.skipped != (w.c-7)/4 {
+				t.Fatalf("c=%d: %d sliding slots skipped, want %d", w.c, k.skipped, (w.c-7)/4)
+			}
+		}
+		checkBlocks(t, e, []*Request{r})
+		for e.HasWork() {
+			step(t, e, &now)
+		}
+		if r.Status != StatusFinished || e.HeldBlocks() != 0 || e.FreeBlocks() != 63 {
+			t.Fatalf("status %v held %d free %d", r.Status, e.HeldBlocks(), e.FreeBlocks())
+		}
+	}
+}
+
+// TestHybridPreemptionUsesTheCombinedNeed: 12 usable blocks, two 8-token
+// prompts hold 2+2 blocks each; each block boundary then needs one new
+// block per group, so at slot 12 the second request no longer fits although
+// one block per request (a plain model's need) would.
+func TestHybridPreemptionUsesTheCombinedNeed(t *testing.T) {
+	c := hcfg(64, 4, 13)
+	c.EnablePrefixCaching = false
+	e, _ := New(c)
+	var now time.Duration
+	a, b := req(1, 16, seg(1, 8)), req(2, 16, seg(2, 8))
+	e.Add(a, now)
+	e.Add(b, now)
+	step(t, e, &now) // prefill: 8 blocks held
+	step(t, e, &now) // slot 8: +1 block per group each → 12 held
+	if e.FreeBlocks() != 0 {
+		t.Fatalf("free %d, want 0", e.FreeBlocks())
+	}
+	step(t, e, &now) // c=9
+	step(t, e, &now) // c=10
+	step(t, e, &now) // c=11: window frees block 0 of each sliding table
+	if e.FreeBlocks() != 2 || held(a, 0) != 2 || held(b, 0) != 2 {
+		t.Fatalf("after the window moved: free %d, sliding a %d b %d", e.FreeBlocks(), held(a, 0), held(b, 0))
+	}
+	bt, _ := step(t, e, &now) // c=12: a takes 2 blocks, b needs 2 more → b preempted
+	if b.Status != StatusPreempted || b.NumComputed != 0 || a.Preemptions != 0 || bt.NumDecode != 1 {
+		t.Fatalf("b %v computed %d, a preemptions %d, batch %+v", b.Status, b.NumComputed, a.Preemptions, bt)
+	}
+	if held(a, 0) != 3 || held(a, 1) != 4 || e.FreeBlocks() != 5 {
+		t.Fatalf("a holds %d+%d, free %d; want 3+4 and b's 5 back", held(a, 0), held(a, 1), e.FreeBlocks())
+	}
+	checkBlocks(t, e, []*Request{a, b})
+	for i := 0; i < 200 && e.HasWork(); i++ {
+		step(t, e, &now)
+		checkBlocks(t, e, []*Request{a, b})
+	}
+	if a.Status != StatusFinished || b.Status != StatusFinished || e.HeldBlocks() != 0 {
+		t.Fatalf("a %v b %v held %d", a.Status, b.Status, e.HeldBlocks())
+	}
+}
+
+// TestHybridPrefixHitNeedsEveryGroup: a 24-token prompt caches 6 blocks in
+// both groups. Evicting the sliding group's last blocks cuts a later hit to
+// the longest prefix whose window (2 blocks for window 8) is still cached;
+// evicting all of them leaves no hit although the full group still hits.
+func TestHybridPrefixHitNeedsEveryGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		groups string // "" = hcfg's "sf"
+		blocks int
+		evict  int // tokens of a fresh-content prompt run in between
+		cached int
+	}{
+		{"all cached", "", 21, 0, 24},
+		{"sliding tail evicted", "", 21, 20, 16},
+		{"sliding evicted", "", 21, 28, 0},
+		// Sliding layers only (vLLM's SlidingWindowManager alone, up to
+		// num_tokens − 1): 14 usable blocks, a's 6 last in the queue.
+		{"sliding only", "s", 15, 0, 24},
+		{"sliding only, tail evicted", "s", 15, 40, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hcfg(256, 4, tc.blocks) // 20 usable blocks in two groups
+			if tc.groups != "" {
+				c.KVCache = layout(8, tc.groups)
+			}
+			e, _ := New(c)
+			var now time.Duration
+			run := func(r *Request) {
+				e.Add(r, now)
+				for e.HasWork() {
+					step(t, e, &now)
+				}
+			}
+			run(req(1, 1, seg(7, 24)))
+			// Free queue now: 8 never-used blocks, then a's sliding
+			// blocks (last first), then a's full blocks (last first).
+			if tc.evict > 0 {
+				run(req(2, 1, seg(8, tc.evict)))
+			}
+			b := req(3, 2, seg(7, 24), seg(9, 8))
+			e.Add(b, now)
+			step(t, e, &now)
+			if b.CachedTokens != tc.cached {
+				t.Fatalf("cached %d tokens, want %d", b.CachedTokens, tc.cached)
+			}
+			// Sliding slots before the window of token `cached` are null.
+			if k := b.group(0); k.skipped != max(0, tc.cached-7)/4 {
+				t.Fatalf("sliding: %d slots skipped, want %d", k.skipped, max(0, tc.cached-7)/4)
+			}
+			checkBlocks(t, e, []*Request{b})
+		})
+	}
+}
+
+func TestHybridConfigValidation(t *testing.T) {
+	bad := []kernel.KVCacheLayout{
+		{Groups: 1, Sliding: 1},             // no window
+		{Groups: 1, Sliding: 2, Window: 8},  // sliding group past the groups
+		{Groups: 2, Sliding: 3, Window: 8},  // no full-attention group
+		{Groups: 2},                         // no sliding group
+		{Groups: 65, Sliding: 1, Window: 8}, // too many
+	}
+	for i, l := range bad {
+		c := hcfg(8, 1, 4)
+		c.KVCache = l
+		if _, err := New(c); err == nil {
+			t.Errorf("case %d: %+v accepted", i, l)
+		}
+	}
+	for _, l := range []kernel.KVCacheLayout{{}, {Groups: 1}, layout(8, "s"), layout(8, "sff")} {
+		c := hcfg(8, 1, 4)
+		c.KVCache = l
+		e, err := New(c)
+		if err != nil {
+			t.Errorf("%+v: %v", l, err)
+		} else if e.hybrid != (l.Sliding != 0) {
+			t.Errorf("%+v: hybrid %v", l, e.hybrid)
+		}
+	}
+	// A request's need: 12 tokens + 5 − 1 = 16 → 4 full blocks + the window's
+	// min(4, ⌈min(7 + 8, 16)/4⌉ + 1 = 5) = 8 blocks in a pool of 8.
+	c := hcfg(8, 4, 9)
+	e, _ := New(c)
+	if !e.Add(req(1, 5, seg(1, 12)), 0) || e.Add(req(2, 6, seg(2, 12)), 0) {
+		t.Fatal("kv_capacity must count both groups")
 	}
 }

@@ -53,12 +53,28 @@ type Request struct {
 	Final     bool
 
 	scheduledOnce bool
-	blocks        []int32  // KV blocks held, in token order
-	numCached     int      // leading blocks already registered in the prefix cache
+	kv            reqGroup // KV blocks in the first (for a plain model, only) KV cache group
 	hashes        []uint64 // chained hashes of the request's full blocks so far
 	cur           segCursor
-	stepTokens    int // tokens scheduled in the current step
-	stepContext   int // NumComputed before the current step
+	stepTokens    int        // tokens scheduled in the current step
+	stepContext   int        // NumComputed before the current step
+	kvMore        []reqGroup // the other KV cache groups of a hybrid model
+}
+
+// reqGroup is what a request holds in one KV cache group (vLLM's
+// SingleTypeKVCacheManager.req_to_blocks and num_cached_block).
+type reqGroup struct {
+	blocks    []int32 // KV blocks in token order; 0, the null block, where a sliding window freed one
+	numCached int     // leading blocks already registered in the prefix cache
+	skipped   int     // leading blocks freed by a sliding window (all null)
+}
+
+// group returns r's blocks in KV cache group g.
+func (r *Request) group(g int) *reqGroup {
+	if g == 0 {
+		return &r.kv
+	}
+	return &r.kvMore[g-1]
 }
 
 // NumTokens is vLLM's num_tokens: prompt plus output tokens so far.
@@ -123,6 +139,9 @@ func (r *Request) extendHashes(n, blockSize int) {
 
 // Reset clears r for reuse, keeping its slices' storage.
 func (r *Request) Reset() {
-	prompt, blocks, hashes := r.Prompt[:0], r.blocks[:0], r.hashes[:0]
-	*r = Request{Prompt: prompt, blocks: blocks, hashes: hashes}
+	prompt, blocks, hashes, more := r.Prompt[:0], r.kv.blocks[:0], r.hashes[:0], r.kvMore
+	for i := range more {
+		more[i] = reqGroup{blocks: more[i].blocks[:0]}
+	}
+	*r = Request{Prompt: prompt, kv: reqGroup{blocks: blocks}, kvMore: more, hashes: hashes}
 }

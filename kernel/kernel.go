@@ -102,14 +102,66 @@ type MemoryPlan struct {
 	KVBytes         float64 // what is left for the KV cache
 	KVBytesPerToken float64 // per rank, all layers
 	NumBlocks       int     // GPU KV blocks (vLLM's num_gpu_blocks)
-	KVTokens        int     // NumBlocks × block size ("GPU KV cache size: N tokens")
+	KVTokens        int     // NumBlocks ÷ groups × block size ("GPU KV cache size: N tokens")
 	Overridden      bool    // NumBlocks came from --num-gpu-blocks-override
+	// KVCache is how vLLM's KV cache manager splits the pool into KV cache
+	// groups; the engine's KV manager takes it as is.
+	KVCache KVCacheLayout
 }
 
-// MaxConcurrency is vLLM's "Maximum concurrency for L tokens per request".
+// KVCacheLayout is vLLM's KV cache groups (vllm/v1/core/kv_cache_utils.py
+// get_kv_cache_groups) in a comparable form: one full-attention group for a
+// plain model; for a model mixing full-attention and sliding-window layers
+// (gpt-oss), groups of GroupSize layers of one attention type each, in
+// vLLM's order, all drawing one block per BlockSize tokens from the same
+// pool, a block being one page of each of a group's layers. The zero value
+// is a plain model.
+type KVCacheLayout struct {
+	Groups    int    // KV cache groups (1 for a plain model)
+	Sliding   uint64 // bit g set: group g is a sliding-window group
+	Window    int    // the sliding groups' window, tokens
+	GroupSize int    // layers per group (vLLM's group_size; the last group of a type may be padding)
+	BlockSize int    // tokens per block
+	// MaxNumBatchedTokens is --max-num-batched-tokens: during chunked
+	// prefill a sliding-window request holds window − 1 computed tokens
+	// plus one step's new tokens.
+	MaxNumBatchedTokens int
+}
+
+// IsSliding reports whether group g is a sliding-window group.
+func (l KVCacheLayout) IsSliding(g int) bool { return g < 64 && l.Sliding>>uint(g)&1 == 1 }
+
+// MaxBlocks is the most blocks one request of maxModelLen tokens holds in
+// group g at once: vLLM's KVCacheSpec.max_memory_usage_bytes in blocks
+// (FullAttentionSpec: cdiv(max_model_len, block_size); SlidingWindowSpec:
+// cdiv(min(window − 1 + max_num_batched_tokens, max_model_len),
+// block_size) + 1, the +1 for a window that starts inside a block).
+func (l KVCacheLayout) MaxBlocks(g, maxModelLen int) int {
+	bs := max(l.BlockSize, 1)
+	if !l.IsSliding(g) {
+		return (maxModelLen + bs - 1) / bs
+	}
+	return (min(l.Window-1+l.MaxNumBatchedTokens, maxModelLen)+bs-1)/bs + 1
+}
+
+// RequestBlocks is MaxBlocks summed over the groups.
+func (l KVCacheLayout) RequestBlocks(maxModelLen int) int {
+	n := 0
+	for g := 0; g < l.Groups; g++ {
+		n += l.MaxBlocks(g, maxModelLen)
+	}
+	return n
+}
+
+// MaxConcurrency is vLLM's "Maximum concurrency for L tokens per request"
+// (kv_cache_utils.py get_max_concurrency_for_kv_cache_config): the pool's
+// blocks over the blocks one request of L tokens holds in all groups.
 func (p MemoryPlan) MaxConcurrency(maxModelLen int) float64 {
 	if maxModelLen <= 0 {
 		return 0
 	}
-	return float64(p.KVTokens) / float64(maxModelLen)
+	if p.KVCache.Groups == 0 {
+		return float64(p.KVTokens) / float64(maxModelLen)
+	}
+	return float64(p.NumBlocks) / float64(p.KVCache.RequestBlocks(maxModelLen))
 }

@@ -3,6 +3,9 @@ package kernel
 import (
 	"fmt"
 	"math"
+	"slices"
+
+	"blis/catalog"
 )
 
 const gib = 1 << 30
@@ -51,7 +54,9 @@ func PlanMemory(d Deployment) (MemoryPlan, error) {
 //
 //	budget     = gpu_memory_utilization × total (CUDA's total, what torch.cuda.mem_get_info reports)
 //	KV bytes   = budget − weights − activation peak − non-torch − NCCL − CUDA graphs
-//	num_blocks = floor(KV bytes / (block_size × KV bytes per token))
+//	num_blocks = floor(KV bytes / (block_size × KV bytes per token))            one KV cache group
+//	num_blocks = floor(KV bytes / (block_size × group_size × per-layer bytes))  full + sliding groups
+//	tokens     = num_blocks ÷ groups × block_size                               ("GPU KV cache size")
 //
 // The activation peak is that of the profile run (a dummy forward of
 // max-num-batched-tokens tokens, then the sampler on min(max-num-seqs,
@@ -61,9 +66,12 @@ func PlanMemory(d Deployment) (MemoryPlan, error) {
 //	forward = T × dtype × (2·hidden + max(attention widths, MLP widths)) per rank
 //	sampler = SamplerLogitsCopies × R × vocab × 4 B + T × hidden × dtype (the forward's output, still held)
 //
-// Sliding-window layers are sized as full-attention layers in this first
-// version: vLLM's hybrid allocator gives them fewer blocks, so the pool of a
-// model such as gpt-oss is underestimated.
+// The KV bytes are split into blocks as vLLM's KV cache manager does (see
+// kvLayout): one group of all layers for a plain model; for a model mixing
+// full-attention and sliding-window layers, groups of group_size layers
+// sharing one pool of blocks, each block one page of every layer in a group.
+// The fit check and the maximum concurrency count one max-model-len
+// request's blocks in every group, a sliding group's bounded by its window.
 func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	if err := Validate(d); err != nil {
 		return MemoryPlan{}, err
@@ -91,10 +99,12 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 			p.BudgetBytes/gib, p.TotalBytes/gib, p.WeightBytes/gib, p.ActivationBytes/gib,
 			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, p.KVBytes/gib)
 	}
+	kv := newKVLayout(d, s)
+	p.KVCache = kv.layout
 	// vLLM checks that one request of max_model_len fits before sizing the
 	// pool (check_enough_kv_cache_memory), override or not.
-	if need := float64(d.MaxModelLen) * p.KVBytesPerToken; need > p.KVBytes {
-		fitLen := int(p.KVBytes / p.KVBytesPerToken)
+	if need := kv.requestBytes(d.MaxModelLen); need > p.KVBytes {
+		fitLen := kv.maxLenThatFits(p.KVBytes, d.MaxModelLen)
 		return p, fmt.Errorf("%s on %d × %s: one request of --max-model-len %d needs %.2f GiB of KV cache per GPU, "+
 			"more than the %.2f GiB left (budget %.2f GiB − weights %.2f GiB − activations %.2f GiB − other %.2f GiB); "+
 			"the largest --max-model-len that fits is %d; use a smaller --max-model-len, a larger --tensor-parallel-size "+
@@ -103,12 +113,160 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 			p.BudgetBytes/gib, p.WeightBytes/gib, p.ActivationBytes/gib,
 			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, fitLen)
 	}
-	p.NumBlocks = int(math.Floor(p.KVBytes / (float64(d.BlockSize) * p.KVBytesPerToken)))
+	p.NumBlocks = int(math.Floor(p.KVBytes / kv.blockBytes))
 	if d.NumGPUBlocksOverride > 0 {
 		p.NumBlocks, p.Overridden = d.NumGPUBlocksOverride, true
 	}
-	p.KVTokens = p.NumBlocks * d.BlockSize
+	// _report_kv_cache_config: num_blocks // len(kv_cache_groups) × block_size.
+	p.KVTokens = p.NumBlocks / kv.layout.Groups * d.BlockSize
 	return p, nil
+}
+
+// kvLayout is how vLLM's KV cache manager lays the pool out, mirrored from
+// vllm/v1/core/kv_cache_utils.py (main at 001cabc1be16):
+// get_kv_cache_groups, _get_kv_cache_groups_uniform_page_size,
+// get_kv_cache_config_from_groups and _max_memory_usage_bytes_from_groups.
+//
+// When every attention layer has the same spec (all full attention, or all
+// the same sliding window: Mistral-style), there is one group of all layers
+// and a block is one page of every layer. When full-attention and
+// sliding-window layers mix (gpt-oss: window 128 on every other layer),
+// layers are grouped by spec in order of first appearance, each type split
+// into groups of group_size layers (the smallest type's count, or the
+// largest's when that is under 1.5× the smallest; the last group of a type
+// is padded), and every group draws from one pool of
+//
+//	num_blocks = available // (block_size × per-layer bytes per token) // group_size
+//
+// blocks; each request holds blocks in every group.
+type kvLayout struct {
+	layout     KVCacheLayout
+	blockBytes float64 // bytes one block takes on this rank (over group_size layers, or all layers for one group)
+}
+
+func newKVLayout(d Deployment, s shape) kvLayout {
+	bs := d.BlockSize
+	windows, uniformBytes := layerWindows(d, s)
+	// Distinct windows in order of first appearance and their layer counts.
+	var types, counts []int
+	for _, w := range windows {
+		i := 0
+		for i < len(types) && types[i] != w {
+			i++
+		}
+		if i == len(types) {
+			types, counts = append(types, w), append(counts, 0)
+		}
+		counts[i]++
+	}
+	one := kvLayout{
+		layout:     KVCacheLayout{Groups: 1, GroupSize: len(windows), BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens},
+		blockBytes: float64(bs) * s.kvBytesPerToken(),
+	}
+	if len(types) == 1 && types[0] > 0 {
+		// All layers slide with one window (Mistral-style): one group.
+		one.layout.Sliding, one.layout.Window = 1, types[0]
+	}
+	// One group of all layers: is_kv_cache_spec_uniform, or
+	// UniformTypeKVCacheSpecs. Mixed types whose per-layer sizes differ
+	// (vLLM's page-size unification), more than one sliding window (which
+	// vLLM's hybrid coordinator refuses) or over 64 groups are not
+	// modelled; no catalog model has them, and they are sized as one
+	// group of full-attention layers.
+	nonFull := len(types)
+	if slices.Contains(types, 0) {
+		nonFull--
+	}
+	if len(types) <= 1 || !uniformBytes || nonFull > 1 {
+		return one
+	}
+	lo, hi := counts[0], counts[0]
+	for _, c := range counts {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	size := lo
+	if float64(hi) < 1.5*float64(lo) {
+		size = hi
+	}
+	l := KVCacheLayout{GroupSize: size, BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens}
+	for i, w := range types {
+		for n := (counts[i] + size - 1) / size; n > 0; n-- {
+			if l.Groups == 64 {
+				return one
+			}
+			if w > 0 {
+				l.Sliding |= 1 << uint(l.Groups)
+				l.Window = w
+			}
+			l.Groups++
+		}
+	}
+	return kvLayout{layout: l, blockBytes: float64(bs) * float64(size) * s.kvBytesLayer}
+}
+
+// requestBytes is the KV memory one request of maxLen tokens needs at most,
+// over all groups (_max_memory_usage_bytes_from_groups).
+func (k kvLayout) requestBytes(maxLen int) float64 {
+	return float64(k.layout.RequestBlocks(maxLen)) * k.blockBytes
+}
+
+// maxLenThatFits is vLLM's estimate_max_model_len: the largest length whose
+// request fits in kvBytes (0 when not even one token does).
+func (k kvLayout) maxLenThatFits(kvBytes float64, maxLen int) int {
+	lo, hi, best := 1, maxLen, 0
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		if k.requestBytes(mid) <= kvBytes {
+			best, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// layerWindows lists every attention layer's sliding window (0: full
+// attention), bottom to top, from the model's operator graph (which knows
+// whether vLLM's model file honours the config's window), and whether all
+// layers add the same KV bytes per token on this rank.
+func layerWindows(d Deployment, s shape) ([]int, bool) {
+	g, err := catalog.LookupGraph(d.Model.ID)
+	if err != nil {
+		// No stored graph (a model built in a test): the config's own table.
+		w := make([]int, d.Model.NumLayers)
+		for i := range w {
+			if i < len(d.Model.SlidingLayers) && d.Model.SlidingLayers[i] {
+				w[i] = d.Model.SlidingWindow
+			}
+		}
+		return w, true
+	}
+	var w []int
+	elems, uniform := -1, true
+	for _, run := range g.Stack {
+		for r := 0; r < run.Repeat; r++ {
+			for _, name := range run.Kinds {
+				k := g.Kind(name)
+				if k == nil {
+					continue
+				}
+				a := k.Attention()
+				if a == nil {
+					continue
+				}
+				w = append(w, a.Window)
+				if e := a.KVCacheElemsPerRank(d.TP); elems < 0 {
+					elems = e
+				} else if e != elems {
+					uniform = false
+				}
+			}
+		}
+	}
+	if len(w) == 0 {
+		return make([]int, d.Model.NumLayers), true
+	}
+	return w, uniform
 }
 
 // activationPeak is the profile run's peak of PyTorch allocations beyond the

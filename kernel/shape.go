@@ -189,7 +189,8 @@ func (s shape) weightBytes() float64 {
 }
 
 // kvBytesPerToken is the KV cache one token takes on one rank, all layers
-// (sliding-window layers counted as full).
+// (sliding-window layers counted as full; kvLayout sizes the pool by KV
+// cache group).
 func (s shape) kvBytesPerToken() float64 { return s.L * s.kvBytesLayer }
 
 // WeightBytes is the weight memory of one tensor-parallel rank.

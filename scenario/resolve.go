@@ -117,6 +117,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		BlockSize:                 s.BlockSize,
 		NumGPUBlocks:              r.Memory.NumBlocks,
 		MaxModelLen:               maxLen,
+		KVCache:                   r.Memory.KVCache,
 	}
 	if err := r.Engine.Validate(); err != nil {
 		return nil, &InputError{Msg: err.Error()}
