@@ -1,18 +1,13 @@
 package catalog
 
 import (
-	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"sort"
 	"strings"
 	"sync"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // One YAML file per chip; every number carries its source.
@@ -57,18 +52,9 @@ type chipFile struct {
 // values or sources, and impossible numbers are errors naming the file and
 // the key.
 func ParseChip(name string, data []byte) (*Chip, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var f chipFile
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty file", name)
-		}
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: more than one YAML document", name)
+	if err := decodeStrictYAML(name, data, &f); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(f.Name) == "" || f.Name != strings.ToLower(f.Name) {
 		return nil, fmt.Errorf("%s: key \"name\": want a non-empty lower-case name, got %q", name, f.Name)

@@ -3,9 +3,7 @@ package catalog
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"sort"
@@ -299,18 +297,9 @@ var peakKeys = map[string]func(*Chip) float64{
 // missing provenance and impossible numbers are errors naming the file and
 // the key. It does not resolve the chip; see Resolve.
 func ParseCoefficients(name string, data []byte) (*Coefficients, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var c Coefficients
-	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty file", name)
-		}
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: more than one YAML document", name)
+	if err := decodeStrictYAML(name, data, &c); err != nil {
+		return nil, err
 	}
 	if err := c.validate(name); err != nil {
 		return nil, err

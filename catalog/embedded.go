@@ -1,11 +1,16 @@
 package catalog
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // loadNamedYAML parses every file matching pattern in fsys, in name order,
@@ -33,4 +38,22 @@ func loadNamedYAML[T any](fsys fs.FS, pattern, key string, parse func(file strin
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// decodeStrictYAML decodes one YAML document into v, refusing unknown keys,
+// an empty file and a second document; errors name the file.
+func decodeStrictYAML(name string, data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: empty file", name)
+		}
+		return fmt.Errorf("%s: %v", name, err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: more than one YAML document", name)
+	}
+	return nil
 }

@@ -10,16 +10,9 @@ import (
 
 func fittedFor(t testing.TB, model, chip string, tp int) Pricer {
 	t.Helper()
-	m, err := catalog.LookupModel(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := catalog.LookupChip(chip)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewFitted(Deployment{Model: m, Chip: c, TP: tp, KVCacheDtype: "auto", MaxNumBatchedTokens: 8192,
-		MaxNumSeqs: 256, MaxModelLen: 8192, BlockSize: 16, GPUMemoryUtilization: 0.9})
+	d := deploy(t, model, chip, tp)
+	d.MaxNumSeqs, d.MaxModelLen = 256, 8192
+	p, err := NewFitted(d)
 	if err != nil {
 		t.Fatal(err)
 	}
