@@ -151,7 +151,7 @@ const (
 const (
 	tagWarmup  = 1
 	tagTimed   = 2
-	tagAborted = 3 // cancelled by the client, still in the engine until it stops
+	tagAborted = 3 // cancelled by the client; leaves the engine at the end of its step
 	tagBits    = 2
 	tagMask    = 1<<tagBits - 1
 )
@@ -674,8 +674,8 @@ func (d *driver) closeWindow() {
 // expire cancels a timed request that ran past Config.RequestTimeout: the
 // client records it failed and moves on (aiperf --request-timeout-seconds,
 // docs/cli-options.md @063a532: "cancelled and recorded as failures"; its
-// session's next turn follows as after any failure); the engine stops it at
-// its next token.
+// session's next turn follows as after any failure); the engine drops it
+// (vLLM aborts the request of a disconnected client).
 func (d *driver) expire(slot int32) {
 	r := d.flights[slot].req
 	lane, _ := d.release(r)
@@ -697,21 +697,14 @@ func (d *driver) expire(slot int32) {
 	d.rec.Finish(m)
 	d.sessionDone(r, 0)
 	r.Tag = tagAborted
-	abortInEngine(r)
+	if d.eng.Abort(r) {
+		d.pool = append(d.pool, r) // left the engine at once
+	}
 	if lane >= 0 {
 		d.laneDone(lane)
 		d.laneIdle(lane)
 	}
 	d.fill()
-}
-
-// abortInEngine makes the engine stop r at its next output token, freeing
-// its KV blocks there (vLLM aborts a request whose client disconnected).
-// The engine has no abort call yet: capping max_tokens at what r has
-// generated does it from outside, at the cost of finishing a prefill in
-// progress.
-func abortInEngine(r *engine.Request) {
-	r.MaxTokens = max(r.NumOutput, 1)
 }
 
 // watchIdle arms the system-idle cap's watchdog when nothing is in flight,

@@ -17,6 +17,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"blis/kernel"
@@ -70,6 +71,7 @@ type Stats struct {
 	Steps          int64
 	Preemptions    int64
 	Rejected       int64
+	Aborted        int64 // cancelled by the client (timeouts)
 	PrefixQueries  int64 // prompt tokens looked up in the prefix cache at admission
 	PrefixHits     int64 // of which served from cache
 	Evictions      int64 // cached blocks reused for new content
@@ -84,6 +86,10 @@ type Sample struct {
 	Gap   time.Duration // since the request's previous token (0 for the first)
 	First bool          // the request's first output token
 	Done  bool          // the request's last output token: it has finished
+	// Aborted marks a request the client cancelled while it was in the
+	// step: it produced no token (Gap and First are unset) and has left
+	// the engine (Done is set too).
+	Aborted bool
 }
 
 // Engine is one vLLM replica's scheduler and KV cache.
@@ -414,6 +420,37 @@ func (e *Engine) preempt(r *Request) {
 	e.waiting.pushFront(r)
 }
 
+// Abort cancels r (vLLM's Scheduler.finish_requests with FINISHED_ABORTED,
+// called when a client disconnects): its blocks are freed and it leaves the
+// queues. It reports true when r left at once; when r is part of the step
+// in flight it leaves when that step completes, as a Sample with Aborted
+// set and no token, and Abort reports false.
+func (e *Engine) Abort(r *Request) bool {
+	switch r.Status {
+	case StatusFinished, StatusRejected, StatusAborted:
+		return true
+	}
+	e.stats.Aborted++
+	if e.inStep && slices.Contains(e.scheduled, r) {
+		r.abortPending = true
+		return false
+	}
+	e.removeAborted(r)
+	return true
+}
+
+func (e *Engine) removeAborted(r *Request) {
+	if r.Status == StatusRunning {
+		if i := slices.Index(e.running, r); i >= 0 {
+			e.running = slices.Delete(e.running, i, i+1)
+		}
+	} else {
+		e.waiting.remove(r)
+	}
+	e.freeBlocks(r)
+	r.Status = StatusAborted
+}
+
 // Complete ends the step in flight at time now (vLLM's update_from_output):
 // every row whose computed tokens caught up with its known tokens samples one
 // output token; a request reaching its max_tokens finishes and frees its
@@ -426,6 +463,12 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 	e.samples = e.samples[:0]
 	anyDone := false
 	for _, r := range e.scheduled {
+		if r.abortPending {
+			r.abortPending = false
+			e.removeAborted(r)
+			e.samples = append(e.samples, Sample{Req: r, Done: true, Aborted: true})
+			continue
+		}
 		if r.NumComputed < r.NumTokens() {
 			continue // a prefill chunk that did not reach the end of the known tokens
 		}
@@ -528,6 +571,21 @@ func (q *ring) pushFront(r *Request) {
 }
 
 func (q *ring) peek() *Request { return q.buf[q.head] }
+
+// remove takes r out of the queue wherever it stands (aborts are rare).
+func (q *ring) remove(r *Request) {
+	for i := 0; i < q.size; i++ {
+		if q.buf[(q.head+i)%len(q.buf)] != r {
+			continue
+		}
+		for j := i; j < q.size-1; j++ {
+			q.buf[(q.head+j)%len(q.buf)] = q.buf[(q.head+j+1)%len(q.buf)]
+		}
+		q.buf[(q.head+q.size-1)%len(q.buf)] = nil
+		q.size--
+		return
+	}
+}
 
 func (q *ring) popFront() *Request {
 	r := q.buf[q.head]

@@ -682,3 +682,45 @@ func TestHybridConfigValidation(t *testing.T) {
 		t.Fatal("kv_capacity must count both groups")
 	}
 }
+
+// Abort removes a request wherever it is: from waiting at once, from running
+// between steps at once, and from the step in flight when it completes (no
+// token, Aborted sample). Its blocks come back every time.
+func TestAbort(t *testing.T) {
+	e, _ := New(cfg(64, 4, 64, 4))
+	var now time.Duration
+	a, b, c := req(1, 10, seg(1, 8)), req(2, 10, seg(2, 8)), req(3, 10, seg(3, 200))
+	for _, r := range []*Request{a, b, c} {
+		e.Add(r, now)
+	}
+	step(t, e, &now) // a, b prefilled; c partly (budget 64)
+	if !e.Abort(b) || b.Status != StatusAborted || e.Running() != 2 {
+		t.Fatalf("between steps: status %v running %d", b.Status, e.Running())
+	}
+	var bt kernel.Batch
+	e.Schedule(now, &bt)
+	if e.Abort(a) {
+		t.Fatal("a is in the step in flight: its abort must wait for the step's end")
+	}
+	now += time.Millisecond
+	var aborted bool
+	for _, s := range e.Complete(now) {
+		if s.Req == a {
+			aborted = s.Aborted && s.Done && a.NumOutput == 1
+		}
+	}
+	if !aborted || a.Status != StatusAborted {
+		t.Fatalf("a: aborted sample %v, status %v, outputs %d", aborted, a.Status, a.NumOutput)
+	}
+	w := req(4, 1, seg(4, 8))
+	e.Add(w, now)
+	if !e.Abort(w) || e.Waiting() != 0 {
+		t.Fatalf("waiting request not removed: %d waiting", e.Waiting())
+	}
+	for e.HasWork() {
+		step(t, e, &now)
+	}
+	if e.HeldBlocks() != 0 || e.Stats().Aborted != 3 || c.Status != StatusFinished {
+		t.Fatalf("held %d, aborted %d, c %v", e.HeldBlocks(), e.Stats().Aborted, c.Status)
+	}
+}

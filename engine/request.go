@@ -16,6 +16,7 @@ const (
 	StatusPreempted               // blocks freed, back at the head of waiting
 	StatusFinished                // produced its last output token
 	StatusRejected                // refused at admission (see RejectReason)
+	StatusAborted                 // cancelled by the client (Engine.Abort)
 )
 
 // Request is one request inside a replica. The driver creates it from a
@@ -53,6 +54,7 @@ type Request struct {
 	Final     bool
 
 	scheduledOnce bool
+	abortPending  bool     // Abort arrived while r was in the step in flight
 	kv            reqGroup // KV blocks in the first (for a plain model, only) KV cache group
 	hashes        []uint64 // chained hashes of the request's full blocks so far
 	cur           segCursor
