@@ -309,6 +309,22 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 		over = " (--num-gpu-blocks-override)"
 	}
 	fmt.Fprintf(bw, "KV pool: %d blocks, %s tokens%s\n", m.NumBlocks, commas(m.KVTokens), over)
+	if l := m.KVCache; l.Groups > 1 {
+		sliding := 0
+		for g := 0; g < l.Groups; g++ {
+			if l.IsSliding(g) {
+				sliding++
+			}
+		}
+		fmt.Fprintf(bw, "KV cache groups: %d of %d layers sharing the pool (%d sliding-window of %d tokens); tokens = blocks / groups × block size, as vLLM reports them\n",
+			l.Groups, l.GroupSize, sliding, l.Window)
+	}
+	fmt.Fprintf(bw, "Step model: %s\n", r.Pricer.Name())
+	if s, ok := r.Pricer.(interface{ Substitutions() []string }); ok {
+		for _, x := range s.Substitutions() {
+			fmt.Fprintf(bw, "  law substitution: %s\n", x)
+		}
+	}
 	fmt.Fprintf(bw, "Maximum concurrency for %s tokens per request: %.2fx\n",
 		commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
 	return bw.Flush()
