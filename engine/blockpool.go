@@ -39,7 +39,7 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 		caching: caching,
 	}
 	if caching {
-		p.cached = newHashTable(numBlocks)
+		p.cached = newHashTable(numBlocks, p.blk)
 	}
 	// vLLM builds the free queue in block-id order, then takes the null block.
 	for b := int32(1); b < int32(numBlocks); b++ {
@@ -90,7 +90,7 @@ func (p *blockPool) take(n int, dst []int32) []int32 {
 		p.remove(b)
 		k := &p.blk[b]
 		if k.hash != 0 {
-			p.cached.del(k.hash) // only the block a hash maps to carries it
+			p.cached.del(k.hash, b) // only the block a hash maps to carries it
 			k.hash = 0
 			p.evictions++
 		}

@@ -2,52 +2,68 @@ package engine
 
 import "math/bits"
 
-// hashTable maps a block hash to the block caching it: open addressing with
-// linear probing and backward-shift deletion, sized at construction to keep
-// the load under one half. It replaces a Go map on the hot path (every block
-// filled registers a hash, every reused block drops one): one probe is one
-// cache line instead of a map's group walk. Keys are already well-mixed
-// 64-bit hashes; 0 marks an empty slot (block hashes are never 0).
+// hashTable maps a block hash to the block caching it, on the hot path
+// (every block filled registers a hash, every reused block drops one). Open
+// addressing with linear probing and backward-shift deletion, at most half
+// full. A slot holds only a 32-bit fingerprint of the hash and the block id
+// (8 bytes, so the table for a pool of 26k blocks fits in 512 KiB): the full
+// hash lives in the block itself (block.hash), which confirms a fingerprint
+// match. The slot a hash starts probing at is a function of its fingerprint
+// alone, so moving entries needs no trip to the blocks.
 type hashTable struct {
 	slots []htSlot
+	blk   []block // the pool's blocks: entry (fp, b) stands for blk[b].hash
 	shift uint
-	mask  uint64
+	mask  uint32
 	n     int
 }
 
-// htSlot keeps key and value on one cache line.
 type htSlot struct {
-	key uint64
+	fp  uint32 // 0: empty
 	val int32
 }
 
-func newHashTable(capacity int) *hashTable {
+func newHashTable(capacity int, blk []block) *hashTable {
 	size := 1 << bits.Len(uint(2*max(capacity, 8)-1))
 	return &hashTable{
 		slots: make([]htSlot, size),
-		shift: uint(64 - bits.TrailingZeros(uint(size))),
-		mask:  uint64(size - 1),
+		blk:   blk,
+		shift: uint(32 - bits.TrailingZeros(uint(size))),
+		mask:  uint32(size - 1),
 	}
 }
 
-func (t *hashTable) slot(k uint64) uint64 { return (k * 0x9e3779b97f4a7c15) >> t.shift }
+// fingerprint is the hash's high 32 bits after mixing, never 0.
+func fingerprint(k uint64) uint32 {
+	if f := uint32((k * 0x9e3779b97f4a7c15) >> 32); f != 0 {
+		return f
+	}
+	return 1
+}
 
+func (t *hashTable) home(fp uint32) uint32 { return (fp * 0x9e3779b9) >> t.shift }
+
+// get returns the block registered under k.
 func (t *hashTable) get(k uint64) (int32, bool) {
-	for i := t.slot(k); ; i = (i + 1) & t.mask {
-		switch t.slots[i].key {
-		case k:
-			return t.slots[i].val, true
-		case 0:
+	fp := fingerprint(k)
+	for i := t.home(fp); ; i = (i + 1) & t.mask {
+		s := t.slots[i]
+		if s.fp == 0 {
 			return 0, false
+		}
+		if s.fp == fp && t.blk[s.val].hash == k {
+			return s.val, true
 		}
 	}
 }
 
-// put inserts k → v if k is absent and reports whether it did.
+// put registers k → v unless k is registered, and reports whether it did.
+// The caller then sets blk[v].hash = k.
 func (t *hashTable) put(k uint64, v int32) bool {
-	i := t.slot(k)
-	for ; t.slots[i].key != 0; i = (i + 1) & t.mask {
-		if t.slots[i].key == k {
+	fp := fingerprint(k)
+	i := t.home(fp)
+	for ; t.slots[i].fp != 0; i = (i + 1) & t.mask {
+		if s := t.slots[i]; s.fp == fp && t.blk[s.val].hash == k {
 			return false
 		}
 	}
@@ -55,21 +71,23 @@ func (t *hashTable) put(k uint64, v int32) bool {
 		t.grow()
 		return t.put(k, v)
 	}
-	t.slots[i] = htSlot{k, v}
+	t.slots[i] = htSlot{fp, v}
 	t.n++
 	return true
 }
 
-func (t *hashTable) del(k uint64) {
-	i := t.slot(k)
-	for ; t.slots[i].key != k; i = (i + 1) & t.mask {
-		if t.slots[i].key == 0 {
+// del removes the entry k → v (v still carries k).
+func (t *hashTable) del(k uint64, v int32) {
+	fp := fingerprint(k)
+	i := t.home(fp)
+	for ; t.slots[i] != (htSlot{fp, v}); i = (i + 1) & t.mask {
+		if t.slots[i].fp == 0 {
 			return
 		}
 	}
-	// Backward-shift: pull later entries of the probe run into the hole.
-	for j := (i + 1) & t.mask; t.slots[j].key != 0; j = (j + 1) & t.mask {
-		home := t.slot(t.slots[j].key)
+	// Backward shift: pull later entries of the probe run into the hole.
+	for j := (i + 1) & t.mask; t.slots[j].fp != 0; j = (j + 1) & t.mask {
+		home := t.home(t.slots[j].fp)
 		// Move j into the hole at i unless its home lies cyclically in (i, j].
 		if (j-home)&t.mask >= (j-i)&t.mask {
 			t.slots[i] = t.slots[j]
@@ -81,11 +99,17 @@ func (t *hashTable) del(k uint64) {
 }
 
 func (t *hashTable) grow() {
-	old := *t
-	*t = *newHashTable(len(old.slots))
-	for _, sl := range old.slots {
-		if sl.key != 0 {
-			t.put(sl.key, sl.val)
+	old := t.slots
+	*t = *newHashTable(len(old), t.blk)
+	for _, s := range old {
+		if s.fp == 0 {
+			continue
 		}
+		i := t.home(s.fp)
+		for t.slots[i].fp != 0 {
+			i = (i + 1) & t.mask
+		}
+		t.slots[i] = s
+		t.n++
 	}
 }
