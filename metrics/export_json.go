@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Ordered JSON for the exporters: a tiny document model whose objects keep
@@ -142,41 +141,7 @@ func encodeJSONAt(b *bytes.Buffer, v any, st jStyle, depth int) {
 // writeUTF8String writes s as orjson does: UTF-8 kept, only '"', '\\' and
 // control characters escaped (short escapes where JSON has them). Invalid
 // UTF-8 becomes U+FFFD.
-func writeUTF8String(b *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[r>>4])
-				b.WriteByte(hex[r&0xf])
-				continue
-			}
-			if r == utf8.RuneError {
-				b.WriteString("\uFFFD")
-				continue
-			}
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-}
+func writeUTF8String(b *bytes.Buffer, s string) { writeJSONString(b, s, false) }
 
 // orjsonFloat is how orjson (ryu's format64) writes a finite float: the
 // shortest digits that round-trip; positional when the decimal point falls

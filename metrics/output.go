@@ -383,7 +383,14 @@ func pyFloat(x float64) string {
 // short escapes for " \ \b \f \n \r \t, \uXXXX (lowercase, surrogate pairs
 // above U+FFFF) for everything outside ' '..'~'. Invalid UTF-8 becomes
 // U+FFFD.
-func writePyString(b *bytes.Buffer, s string) {
+func writePyString(b *bytes.Buffer, s string) { writeJSONString(b, s, true) }
+
+// writeJSONString writes s as a JSON string with the short escapes for
+// " \ \b \f \n \r \t and \u00XX for other control characters; with ascii
+// every rune outside ' '..'~' is \uXXXX-escaped (surrogate pairs above
+// U+FFFF), as Python's ensure_ascii does, otherwise it is written as UTF-8,
+// as orjson does. Invalid UTF-8 becomes U+FFFD either way.
+func writeJSONString(b *bytes.Buffer, s string, ascii bool) {
 	const hex = "0123456789abcdef"
 	u4 := func(r rune) {
 		b.WriteString(`\u`)
@@ -413,12 +420,14 @@ func writePyString(b *bytes.Buffer, s string) {
 			switch {
 			case r >= ' ' && r <= '~':
 				b.WriteByte(byte(r))
-			case r < 0x10000:
+			case r < ' ' || (ascii && r < 0x10000):
 				u4(r)
-			default:
+			case ascii:
 				r -= 0x10000
 				u4(0xd800 | (r>>10)&0x3ff)
 				u4(0xdc00 | r&0x3ff)
+			default:
+				b.WriteRune(r)
 			}
 		}
 	}

@@ -471,3 +471,19 @@ func BenchmarkRecorderAddITL(b *testing.B) {
 		r.AddITL(int64(i&1023), gaps[i&(1<<12-1)])
 	}
 }
+
+// The orjson-style writer keeps UTF-8 and escapes only controls.
+func TestWriteUTF8String(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a\"b\\c", `"a\"b\\c"`},
+		{"tab\tnl\n\x01\x7f", "\"tab\\tnl\\n\\u0001\x7f\""},
+		{"héllo 世界 🙂", "\"héllo 世界 🙂\""},
+		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
+	} {
+		var b bytes.Buffer
+		writeUTF8String(&b, tc.in)
+		if b.String() != tc.want {
+			t.Errorf("writeUTF8String(%q) = %s, want %s", tc.in, b.String(), tc.want)
+		}
+	}
+}
