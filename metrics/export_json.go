@@ -476,17 +476,6 @@ func (r *jReader) optStr(n *jNode, path string) string {
 	return r.str(n, path)
 }
 
-func (r *jReader) boolean(n *jNode, path string) bool {
-	if r.err != nil {
-		return false
-	}
-	if n == nil || n.kind != 'b' {
-		r.fail(n, path, "want true or false, got %s", kindOf(n))
-		return false
-	}
-	return n.b
-}
-
 // num is a finite JSON number.
 func (r *jReader) num(n *jNode, path string) float64 {
 	if r.err != nil {

@@ -209,13 +209,12 @@ func population(levels []LevelPage) []MetricPop {
 
 // fileLevel is one simulated level of a file arm.
 type fileLevel struct {
-	run     *metrics.MeasuredRun
-	sc      scenario.Scenario
-	res     *scenario.Resolved
-	result  *metrics.Result
-	turns   map[int64]cluster.SessionTurn
-	simErr  error
-	readErr error
+	run    *metrics.MeasuredRun
+	sc     scenario.Scenario
+	res    *scenario.Resolved
+	result *metrics.Result
+	turns  map[int64]cluster.SessionTurn
+	simErr error
 }
 
 // baseScenario is what BLIS simulates for an arm before the level: the
