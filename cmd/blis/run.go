@@ -65,6 +65,7 @@ override the scenario file's keys, which use the same names.`,
 			return runScenario(s, dryRun, stdout, stderr)
 		},
 	}
+	cmd.Flags().SortFlags = false // keep the settings table's order: serve, bench, trace, client, output
 	bindSettings(cmd.Flags(), &s)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "resolve the deployment and print the memory plan without simulating")
 	return cmd
