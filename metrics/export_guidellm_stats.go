@@ -98,15 +98,7 @@ func glFromValues(items []wv, count int) glDist {
 		count = pyRound(npSum(w))
 	}
 	s := slices.Clone(items)
-	slices.SortStableFunc(s, func(a, b wv) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
+	sortByTime(s)
 	var vals, wts []float64
 	for _, it := range s {
 		if k := len(vals) - 1; k >= 0 && vals[k] == it.v {
@@ -136,6 +128,8 @@ func glFromValues(items []wv, count int) glDist {
 	return glFromPDF(fv, probs, count)
 }
 
+// sortByTime sorts items by value, stably (ties keep their order, as
+// guidellm's sorted() does).
 func sortByTime(x []wv) {
 	slices.SortStableFunc(x, func(a, b wv) int {
 		switch {
