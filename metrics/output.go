@@ -298,6 +298,18 @@ func (o *pyObject) encode(b *bytes.Buffer) {
 	b.WriteByte('}')
 }
 
+// writePyList writes xs as json.dump does: "[a, b, c]".
+func writePyList[T any](b *bytes.Buffer, xs []T, write func(T)) {
+	b.WriteByte('[')
+	for i, e := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		write(e)
+	}
+	b.WriteByte(']')
+}
+
 // pyRaw is JSON text already in Python's json.dump form.
 type pyRaw []byte
 
@@ -314,41 +326,13 @@ func writePyValue(b *bytes.Buffer, v any) {
 	case pyRaw:
 		b.Write(x)
 	case []int64:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(strconv.FormatInt(e, 10))
-		}
-		b.WriteByte(']')
+		writePyList(b, x, func(e int64) { b.WriteString(strconv.FormatInt(e, 10)) })
 	case []float64:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyFloat(b, e)
-		}
-		b.WriteByte(']')
+		writePyList(b, x, func(e float64) { writePyFloat(b, e) })
 	case [][]float64:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyValue(b, e)
-		}
-		b.WriteByte(']')
+		writePyList(b, x, func(e []float64) { writePyValue(b, e) })
 	case []string:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyString(b, e)
-		}
-		b.WriteByte(']')
+		writePyList(b, x, func(e string) { writePyString(b, e) })
 	default: // unreachable: only this file builds values
 		b.WriteString("null")
 	}
