@@ -23,6 +23,8 @@ import (
 //	guidellm    benchmarks.json                             vllm-project/guidellm report version 2 (0.8.0.dev18)
 //	llmd        benchmark_report_v0.2.yaml                  llm-d/llm-d-benchmark benchmark report v0.2
 //	inferencex  inferencex_agg.json                         SemiAnalysisAI/InferenceX utils/process_result.py
+//	inference-perf per_request_lifecycle_metrics.json,      kubernetes-sigs/inference-perf lifecycle reports
+//	            summary_lifecycle_metrics.json, stage_0_lifecycle_metrics.json
 //
 // Every number is derived from the Result and its per-request records; no
 // output depends on the wall clock: absolute timestamps are simulated time
@@ -39,7 +41,7 @@ const (
 
 // ExportFormats lists the export formats in the order Export writes them.
 func ExportFormats() []string {
-	return []string{FormatVLLM, FormatAIPerf, FormatGuideLLM, FormatLLMD, FormatInferenceX}
+	return []string{FormatVLLM, FormatAIPerf, FormatGuideLLM, FormatLLMD, FormatInferenceX, FormatInferencePerf}
 }
 
 // File names the exporters write inside the export directory.
@@ -219,6 +221,9 @@ func Export(dir string, formats []string, r *Result, run RunInfo) ([]string, err
 	if want[FormatAIPerf] && !r.Detailed {
 		return nil, fmt.Errorf("metrics: export format aiperf needs per-request chunk gaps: make the recorder with RecorderOptions.Detailed")
 	}
+	if want[FormatInferencePerf] && !r.Detailed {
+		return nil, errIPNotDetailed
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metrics: export: %w", err)
 	}
@@ -263,6 +268,8 @@ func Export(dir string, formats []string, r *Result, run RunInfo) ([]string, err
 			}
 		case FormatInferenceX:
 			err = write(InferenceXResultFile, encodeInferenceX(r, &run))
+		case FormatInferencePerf:
+			err = writeInferencePerf(r, &run, write)
 		}
 		if err != nil {
 			return written, err

@@ -63,8 +63,9 @@ func (m *MeasuredRun) Metric(name string) (MeasuredMetric, bool) {
 	return MeasuredMetric{}, false
 }
 
-// Read reads a result file (for aiperf: the export directory) of the
-// given format.
+// Read reads a result file (for aiperf: the export directory; for
+// inference-perf: the report directory or one report file) of the given
+// format.
 func Read(format, path string) (*MeasuredRun, error) {
 	switch strings.ToLower(format) {
 	case FormatVLLM:
@@ -77,6 +78,8 @@ func Read(format, path string) (*MeasuredRun, error) {
 		return ReadLLMD(path)
 	case FormatInferenceX:
 		return ReadInferenceX(path)
+	case FormatInferencePerf:
+		return ReadInferencePerf(path)
 	}
 	return nil, fmt.Errorf("metrics: read format %q: allowed: %s", format, strings.Join(ExportFormats(), ", "))
 }

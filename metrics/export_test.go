@@ -162,11 +162,12 @@ func TestExportWritesEveryFormatDeterministically(t *testing.T) {
 		t.Fatal(err)
 	}
 	res2, run2 := exportResult(t)
-	p2, err := Export(d2, []string{"inferencex", "LLMD", "guidellm", "aiperf", "vllm", "vllm"}, res2, run2)
+	p2, err := Export(d2, []string{"inference-perf", "inferencex", "LLMD", "guidellm", "aiperf", "vllm", "vllm"}, res2, run2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{VLLMResultFile, AIPerfRecordsFile, AIPerfJSONFile, AIPerfCSVFile, GuideLLMReportFile, LLMDReportFile, InferenceXResultFile}
+	want := []string{VLLMResultFile, AIPerfRecordsFile, AIPerfJSONFile, AIPerfCSVFile, GuideLLMReportFile, LLMDReportFile, InferenceXResultFile,
+		InferencePerfPerRequestFile, InferencePerfSummaryFile, "stage_0_lifecycle_metrics.json"}
 	if len(p1) != len(want) || len(p2) != len(want) {
 		t.Fatalf("wrote %v and %v, want %v", p1, p2, want)
 	}
@@ -973,7 +974,7 @@ func TestExportEdgeCases(t *testing.T) {
 	} {
 		formats := ExportFormats()
 		if !res.Detailed {
-			formats = slices.DeleteFunc(formats, func(f string) bool { return f == FormatAIPerf })
+			formats = slices.DeleteFunc(formats, func(f string) bool { return f == FormatAIPerf || f == FormatInferencePerf })
 		}
 		dir := t.TempDir()
 		if _, err := Export(dir, formats, res, RunInfo{}); err != nil {

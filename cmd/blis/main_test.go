@@ -125,12 +125,13 @@ func TestNormalizeArgs(t *testing.T) {
 
 func TestExportWritesEveryFormat(t *testing.T) {
 	dir := t.TempDir()
-	args := append([]string{"run", "--export", "aiperf,guidellm,llmd,vllm,inferencex", "--export-dir", dir}, small...)
+	args := append([]string{"run", "--export", "aiperf,guidellm,llmd,vllm,inferencex,inference-perf", "--export-dir", dir}, small...)
 	if code, _, errOut := runCLI(t, args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, f := range []string{"profile_export.jsonl", "profile_export_aiperf.json", "profile_export_aiperf.csv",
-		"benchmarks.json", "benchmark_report_v0.2.yaml", "vllm_bench_result.json", "inferencex_agg.json"} {
+		"benchmarks.json", "benchmark_report_v0.2.yaml", "vllm_bench_result.json", "inferencex_agg.json",
+		"per_request_lifecycle_metrics.json", "summary_lifecycle_metrics.json", "stage_0_lifecycle_metrics.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
