@@ -17,14 +17,20 @@ var moeDtypes = []struct {
 	peak        string
 	weightBytes float64
 	note        string
+	// marlin selects the rows timed on vLLM's Marlin MoE kernels
+	// (kernel_source containing "marlin") instead of every other row.
+	marlin bool
 }{
-	{"bfloat16", "bf16_flops", 2, "unquantized"},
-	{"fp8", "fp8_flops", 1, "per-tensor fp8 (ModelOpt)"},
-	{"fp8_block", "fp8_flops", 1 + 4.0/(128*128), "128x128-block fp8"},
-	{"nvfp4", "fp4_flops", 0.5 + 1.0/16, "NVFP4 weights and activations"},
-	{"int4_wo", "bf16_flops", 0.5 + 2.0/128, "int4 weight-only, group 128 (Marlin)"},
-	{"w4a16_mxfp4", "bf16_flops", 0.5 + 1.0/32, "MXFP4 weights, bf16 activations"},
-	{"w4a8_mxfp4_mxfp8", "fp8_flops", 0.5 + 1.0/32, "MXFP4 weights, MXFP8 activations"},
+	{"bfloat16", "bf16_flops", 2, "unquantized", false},
+	{"fp8", "fp8_flops", 1, "per-tensor fp8 (ModelOpt)", false},
+	{"fp8_block", "fp8_flops", 1 + 4.0/(128*128), "128x128-block fp8", false},
+	{"nvfp4", "fp4_flops", 0.5 + 1.0/16, "NVFP4 weights and activations", false},
+	{"int4_wo", "bf16_flops", 0.5 + 2.0/128, "int4 weight-only, group 128 (Marlin)", false},
+	{"w4a16_mxfp4", "bf16_flops", 0.5 + 1.0/32, "MXFP4 weights, bf16 activations", false},
+	// vLLM's Marlin MXFP4 MoE path (VLLM_MXFP4_USE_MARLIN=1 on Hopper), fitted
+	// from the rows aiconfigurator timed on marlin_moe_wna16 kernels.
+	{"w4a16_mxfp4_marlin", "bf16_flops", 0.5 + 1.0/32, "MXFP4 weights, bf16 activations, Marlin kernels", true},
+	{"w4a8_mxfp4_mxfp8", "fp8_flops", 0.5 + 1.0/32, "MXFP4 weights, MXFP8 activations", false},
 }
 
 func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
@@ -56,16 +62,33 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 		var rows []int
 		otherVersion, approx := 0, 0
 		for i := range y {
-			if dt[i] != d.name || dist[i] != "balanced" || !(y[i] > 0) {
+			if dist[i] != "balanced" || !(y[i] > 0) {
+				continue
+			}
+			if d.marlin {
+				if !strings.Contains(kern[i], "marlin") || (dt[i] != "w4a16_mxfp4" && dt[i] != "int4_wo") {
+					continue
+				}
+			} else if dt[i] != d.name {
 				continue
 			}
 			if ver[i] != "0.24.0" {
 				otherVersion++
 				continue
 			}
-			// Kimi-K3 rows timed through a SiTU-as-SiLU approximation shim
-			// (moe/collection_meta.yaml), not vLLM's own kernel path.
-			if strings.Contains(kern[i], "situ_as_silu") {
+			// The Marlin law takes the rows of vLLM's Marlin MoE kernel
+			// (marlin_moe_wna16) in both 4-bit weight formats it runs: int4
+			// (group 128) and MXFP4 (e2m1, group 32) differ only in how
+			// weights dequantise in registers, so one law with each row's
+			// own weight bytes fits both, and two shapes constrain its
+			// shape terms better than one. On H100 the MXFP4 rows are the
+			// Kimi-K3 rows timed with SiTU swapped for SiLU
+			// (moe/collection_meta.yaml): the activation is a separate
+			// elementwise kernel between the two Marlin GEMMs, so the
+			// swap leaves the GEMM timings vLLM's own.
+			if !d.marlin && strings.Contains(kern[i], "situ_as_silu") {
+				// Kimi-K3 rows timed through a SiTU-as-SiLU approximation
+				// shim, on Marlin kernels: the Marlin law's, not this one's.
 				approx++
 				continue
 			}
@@ -89,6 +112,7 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 			predict: func(p []float64, r int) float64 {
 				l := law
 				set(p, &l)
+				l.WeightBytes = weightBytesOf(dt[r])
 				// "balanced" routing spreads T·k assignments evenly, so a
 				// rank's distinct experts are min(E/ep, T·k/ep).
 				distinct := math.Min(E[r]/EP[r], T[r]*K[r]/EP[r])
@@ -106,7 +130,7 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 		}
 		scope := join(
 			fmt.Sprintf("moe_dtype=%s (%s), distribution=balanced (tokens spread evenly over experts; power_law rows not used), version 0.24.0 rows only (%d other-version rows excluded)", d.name, d.note, otherVersion),
-			fmt.Sprintf("kernels: %s (%d rows timed through the situ_as_silu approximation shim excluded)", kdesc, approx),
+			kernelScope(d.marlin, kdesc, approx),
 			fmt.Sprintf("tokens %g..%g, moe_tp %g..%g, moe_ep %g..%g over %d distinct (hidden, inter, topk, experts)", minOf(T, rows), maxOf(T, rows), minOf(TP, rows), maxOf(TP, rows), minOf(EP, rows), maxOf(EP, rows), shapes),
 			heldRule("(hidden_size, inter_size, topk, num_experts)")+"; fewer than 5 shapes: nothing held out",
 		)
@@ -124,4 +148,22 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 		}
 	}
 	return out, nil
+}
+
+// kernelScope says which kernels' rows a MoE law was fitted on.
+func kernelScope(marlin bool, kdesc string, approx int) string {
+	if marlin {
+		return fmt.Sprintf("kernels: %s (Marlin-kernel rows of int4_wo and w4a16_mxfp4, each priced with its own weight bytes; the MXFP4 rows timed with SiTU swapped for SiLU, an activation-only change)", kdesc)
+	}
+	return fmt.Sprintf("kernels: %s (%d rows timed through the situ_as_silu approximation shim excluded)", kdesc, approx)
+}
+
+// weightBytesOf is a moe_dtype's expert-weight bytes per element.
+func weightBytesOf(dtype string) float64 {
+	for _, d := range moeDtypes {
+		if d.name == dtype {
+			return d.weightBytes
+		}
+	}
+	return 2
 }

@@ -270,6 +270,9 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 	switch dtype {
 	case "mxfp4":
 		cands = []string{"mxfp4", "w4a16_mxfp4", "nvfp4", "int4_wo"}
+		if r.d.MXFP4Marlin {
+			cands = []string{"w4a16_mxfp4_marlin", "w4a16_mxfp4", "int4_wo"}
+		}
 	case "fp8":
 		if r.d.Model.WeightBlock > 0 {
 			cands = []string{"fp8_block", "fp8"}

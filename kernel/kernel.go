@@ -83,6 +83,11 @@ type Deployment struct {
 	// every expert (vllm/model_executor/layers/fused_moe/layer.py), the
 	// same bytes per GPU; the MoE output is all-reduced over the same group.
 	ExpertParallel bool
+	// MXFP4Marlin is VLLM_MXFP4_USE_MARLIN=1: MXFP4 experts run on vLLM's
+	// Marlin MoE kernels (fused_moe/fused_marlin_moe.py) rather than the
+	// Triton MXFP4 kernels vLLM picks on Hopper by default; priced with the
+	// w4a16_mxfp4_marlin law.
+	MXFP4Marlin bool
 }
 
 // CUDA-graph modes (vllm/config/compilation.py CUDAGraphMode).

@@ -164,10 +164,10 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
 			{Flag: "enable-prefix-caching", Value: "false"},
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
+			{Flag: "mxfp4-use-marlin", Value: "true", Why: "VLLM_MXFP4_USE_MARLIN=1 in the script's environment"},
 		},
-		Unmodelled: []string{"VLLM_MXFP4_USE_MARLIN=1 (Marlin MXFP4 MoE kernels)",
-			"async scheduling not set (v0.18 default: unconfirmed)"},
-		Source: "benchmarks/single_node/gptoss_fp4_h100.sh @ 79a42e20 (same-day change)",
+		Unmodelled: []string{"async scheduling not set (v0.18 default: unconfirmed)"},
+		Source:     "benchmarks/single_node/gptoss_fp4_h100.sh @ 79a42e20 (same-day change)",
 	},
 	{
 		Key: "gptoss-b200-v0.10", Model: "openai/gpt-oss-120b", System: "b200_sxm", Precision: "fp4", Version: "",
