@@ -1,9 +1,10 @@
-package cluster
+package cluster_test
 
 import (
 	"fmt"
 	"testing"
 
+	"blis/cluster"
 	"blis/metrics"
 	"blis/scenario"
 	"blis/workload"
@@ -31,7 +32,7 @@ func benchRun(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := Run(Config{Engine: res.Engine, Pricer: res.Pricer, MaxConcurrency: s.MaxConcurrency}, src, rec)
+		out, err := cluster.Run(res.ClientConfig(), src, rec)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func BenchmarkMooncakeReplay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := Run(Config{Engine: res.Engine, Pricer: res.Pricer}, res.Source, rec)
+		out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
 		if err != nil {
 			b.Fatal(err)
 		}

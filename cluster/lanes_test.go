@@ -465,6 +465,9 @@ func clientRun(t *testing.T, seed int64) []byte {
 	if rng.IntN(2) == 0 {
 		cfg.RequestTimeout = time.Duration(1+rng.IntN(5000)) * ms
 	}
+	if rng.IntN(2) == 0 {
+		cfg.FrontendLatency = time.Duration(rng.IntN(50)) * ms
+	}
 	cfg.AfterStep = func(_ time.Duration, e *engine.Engine) {
 		if e.HeldBlocks()+e.FreeBlocks() != e.UsableBlocks() {
 			t.Fatalf("seed %d: KV conservation", seed)

@@ -94,6 +94,16 @@ type Config struct {
 	// this long after it was sent, counting it failed (aiperf
 	// --request-timeout-seconds; vllm bench's aiohttp timeout); 0 = none.
 	RequestTimeout time.Duration
+	// FrontendLatency is what the serving frontend adds to every request on
+	// top of the engine, as the client sees it: HTTP, the API server's
+	// request processing and tokenisation, the hop to the engine core, and
+	// the way back (detokenisation, streaming). A client measures only the
+	// sum of the two directions, so BLIS puts all of it on the response
+	// path: every response reaches the client this long after the engine
+	// finished it, the client's TTFT and E2E grow by it (TPOT and ITL do
+	// not), and a closed-loop client sends its next request that much later.
+	// 0 = none.
+	FrontendLatency time.Duration
 	// Reopen returns the workload from its start again; with a
 	// BenchmarkDuration, Lanes wrap around the corpus with it (aiperf's
 	// sequential sampler). Nil: each trajectory plays once.
@@ -144,6 +154,7 @@ const (
 	evStepEnd          // the replica's step in flight ends
 	evFollowUp         // a session's follow-up turn is released (Arg: slot in follows; Target: its generation)
 	evLaneStart        // a lane takes its next trajectory (Target: lane)
+	evDeliver          // a finished response reaches the client (Target: flight slot; Arg: its generation)
 )
 
 // A request's Tag holds its kind in the low bits and its in-flight slot + 1
@@ -404,6 +415,8 @@ func (d *driver) dispatch(ev sim.Event) {
 		d.releaseFollowUp(ev)
 	case evLaneStart:
 		d.laneStart(ev.Target)
+	case evDeliver:
+		d.deliver(ev)
 	}
 }
 
@@ -577,6 +590,21 @@ func (d *driver) leave(r *engine.Request) {
 	d.pool = append(d.pool, r)
 }
 
+// deliver: a response the engine finished FrontendLatency ago reaches the
+// client, which records it and frees its slot. A request that timed out in
+// between was already recorded failed (its slot's generation moved on).
+func (d *driver) deliver(ev sim.Event) {
+	f := &d.flights[ev.Target]
+	if f.req == nil || int64(f.gen) != ev.Arg {
+		return
+	}
+	d.leave(f.req)
+	if d.lanes == nil {
+		d.maybeStartTimed()
+	}
+	d.fill()
+}
+
 func (d *driver) recordTimed(r *engine.Request) {
 	m := metrics.Record{
 		Index:           r.ID,
@@ -592,7 +620,9 @@ func (d *driver) recordTimed(r *engine.Request) {
 		m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, m.Sent
 		d.res.Rejected++
 	} else {
-		m.Scheduled, m.FirstToken, m.Finish = d.rel(r.FirstScheduled), d.rel(r.FirstToken), d.rel(r.Finished)
+		m.Scheduled = d.rel(r.FirstScheduled)
+		m.FirstToken = d.rel(r.FirstToken + d.cfg.FrontendLatency)
+		m.Finish = d.rel(r.Finished + d.cfg.FrontendLatency)
 		d.res.Completed++
 	}
 	d.lastT = max(d.lastT, d.rel(d.now))
@@ -801,11 +831,16 @@ func (d *driver) endStep() {
 		d.rec.AddGaps(runGap, runLen)
 	}
 	if timedTokens > 0 {
-		d.rec.AddTokens(d.rel(d.now), timedTokens)
+		d.rec.AddTokens(d.rel(d.now+d.cfg.FrontendLatency), timedTokens)
 	}
 	for i := range samples {
-		if samples[i].Done {
-			d.leave(samples[i].Req)
+		if r := samples[i].Req; samples[i].Done {
+			if d.cfg.FrontendLatency > 0 && kindOf(r) != tagAborted {
+				slot := int32(r.Tag>>tagBits) - 1
+				d.q.Push(sim.Event{At: d.now + d.cfg.FrontendLatency, Kind: evDeliver, Target: int(slot), Arg: int64(d.flights[slot].gen)})
+				continue
+			}
+			d.leave(r)
 		}
 	}
 	if d.lanes == nil {

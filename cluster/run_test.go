@@ -154,6 +154,9 @@ func randomRun(t *testing.T, seed int64, check bool) ([]byte, Result) {
 	ec.MaxModelLen = 1500
 	cfg := Config{Engine: ec, Pricer: constPricer{step: 3 * time.Millisecond, perToken: 20 * time.Microsecond},
 		MaxConcurrency: rng.IntN(40), NumWarmups: rng.IntN(3), Seed: seed}
+	if rng.IntN(2) == 0 {
+		cfg.FrontendLatency = time.Duration(rng.IntN(20)) * time.Millisecond
+	}
 	if check {
 		cfg.AfterStep = func(_ time.Duration, e *engine.Engine) {
 			if e.HeldBlocks()+e.FreeBlocks() != e.UsableBlocks() {
@@ -198,5 +201,45 @@ func TestRandomisedScenariosInvariantsAndDeterminism(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Fatalf("seed %d: outputs differ between identical runs", seed)
 		}
+	}
+}
+
+// The frontend's latency lands on the response path: with a cap of one, each
+// response reaches the client D after the engine finished it, so TTFT and
+// E2E grow by D, TPOT does not, and the next request is sent D later (the
+// engine idles for D between requests).
+func TestFrontendLatencyDelaysResponsesAndTheClosedLoop(t *testing.T) {
+	const D = 7 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		d        time.Duration
+		duration time.Duration
+		ttft     float64
+	}{
+		{"none", 0, 3 * 5 * time.Millisecond, 1},
+		{"7ms", D, 3 * (5*time.Millisecond + D), 1 + 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRec(t, true)
+			res, err := Run(Config{Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}, MaxConcurrency: 1, FrontendLatency: tc.d}, fixed(3, 32, 5), rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Duration != tc.duration || res.Completed != 3 {
+				t.Fatalf("duration %v completed %d, want %v and 3", res.Duration, res.Completed, tc.duration)
+			}
+			sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
+			if got := sum.TTFT.Mean; math.Abs(got-tc.ttft) > 1e-9 {
+				t.Fatalf("TTFT %v ms, want %v", got, tc.ttft)
+			}
+			if got := sum.TPOT.Mean; math.Abs(got-1) > 1e-9 {
+				t.Fatalf("TPOT %v ms, want 1", got)
+			}
+			for i, q := range sum.Requests {
+				if want := time.Duration(i) * tc.duration / 3; q.Start != want {
+					t.Fatalf("request %d sent at %v, want %v", i, q.Start, want)
+				}
+			}
+		})
 	}
 }

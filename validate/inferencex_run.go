@@ -186,10 +186,7 @@ func simulate(p *Plan) (pred Prediction, skip *Skip) {
 	if err != nil {
 		return fail(ReasonFailed, err)
 	}
-	out, err := cluster.Run(cluster.Config{
-		Engine: res.Engine, Pricer: res.Pricer,
-		MaxConcurrency: p.Scenario.MaxConcurrency, NumWarmups: p.Scenario.NumWarmups, Seed: p.Scenario.Seed,
-	}, res.Source, rec)
+	out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
 	if err != nil {
 		return fail(ReasonFailed, err)
 	}

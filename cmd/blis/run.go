@@ -93,13 +93,13 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	}
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
 		Percentiles: s.MetricPercentiles, Metrics: metricNames,
-		// aiperf's per-request export lists every chunk gap.
-		Detailed: s.SaveDetailed || strings.Contains(s.Export, "aiperf"),
+		// aiperf's and inference-perf's per-request exports list every chunk.
+		Detailed: s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf"),
 	})
 	if err != nil {
 		return &scenario.InputError{Msg: err.Error()}
 	}
-	out, err := cluster.Run(clientConfig(s, res), res.Source, rec)
+	out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
 	if err != nil {
 		return err
 	}
@@ -151,33 +151,6 @@ func printClient(w io.Writer, s scenario.Scenario, out cluster.Result) {
 	}
 	fmt.Fprintf(w, "INFO client: %s; %d timed out, %d unfinished when the grace period ended; idle skipped: %.1f s system-wide, %.1f s in trajectory trees\n",
 		mode, out.TimedOut, out.Unfinished, out.SystemIdle.Skipped.Seconds(), out.TraceIdle.Skipped.Seconds())
-}
-
-// clientConfig is the benchmark client the scenario describes.
-func clientConfig(s scenario.Scenario, res *scenario.Resolved) cluster.Config {
-	cfg := cluster.Config{
-		Engine: res.Engine, Pricer: res.Pricer,
-		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
-		WarmupRequestsPerLane: s.WarmupRequestsPerLane,
-		TrajectoryStartMin:    s.TrajectoryStartMinRatio,
-		TrajectoryStartMax:    s.TrajectoryStartMaxRatio,
-		TraceIdleGapCap:       scenario.Seconds(s.TraceIdleGapCapSeconds),
-		SystemIdleGapCap:      scenario.Seconds(s.SystemIdleGapCapSeconds),
-		BenchmarkDuration:     scenario.Seconds(s.BenchmarkDuration),
-		GracePeriod:           scenario.Seconds(s.BenchmarkGracePeriod),
-		RequestTimeout:        scenario.Seconds(s.RequestTimeoutSeconds),
-		Reopen:                res.Reopen,
-	}
-	if s.Lanes() {
-		cfg.Mode = cluster.Lanes
-	}
-	switch s.CacheBust {
-	case "first_turn_prefix":
-		cfg.CacheBust = cluster.CacheBustFirstTurnPrefix
-	case "system_prefix":
-		cfg.CacheBust = cluster.CacheBustSystemPrefix
-	}
-	return cfg
 }
 
 func resultPath(s scenario.Scenario, model string) string {
