@@ -522,7 +522,7 @@ func parseAIPerfRecords(file string, data []byte) (*MeasuredRun, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		q, keep, err := parseAIPerfRecord(file, lineNo, line)
+		q, keep, err := parseAIPerfRecord(file, lineNo, line, false)
 		if err != nil {
 			return nil, err
 		}
@@ -533,8 +533,9 @@ func parseAIPerfRecords(file string, data []byte) (*MeasuredRun, error) {
 	return run, nil
 }
 
-// parseAIPerfRecord reads one MetricRecordInfo line.
-func parseAIPerfRecord(file string, lineNo int, line []byte) (MeasuredRequest, bool, error) {
+// parseAIPerfRecord reads one MetricRecordInfo line; keep reports whether
+// it is of the phase asked for (profiling, or with warmup any other).
+func parseAIPerfRecord(file string, lineNo int, line []byte, warmup bool) (MeasuredRequest, bool, error) {
 	r := &jReader{file: file, data: line, line: lineNo}
 	var q MeasuredRequest
 	root, err := parseJSONTree(line)
@@ -548,7 +549,11 @@ func parseAIPerfRecord(file string, lineNo int, line []byte) (MeasuredRequest, b
 	if r.err != nil {
 		return q, false, r.err
 	}
-	if ph := r.opt(md, "benchmark_phase"); ph != nil && r.str(ph, "$.metadata.benchmark_phase") != "profiling" {
+	profiling := true
+	if ph := r.opt(md, "benchmark_phase"); ph != nil {
+		profiling = r.str(ph, "$.metadata.benchmark_phase") == "profiling"
+	}
+	if profiling == warmup {
 		return q, false, r.err
 	}
 	q.ID = r.optStr(md.field("x_request_id"), "$.metadata.x_request_id")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"blis/cluster"
 )
 
 func TestClientSettingsResolve(t *testing.T) {
@@ -67,5 +69,22 @@ func TestClientSettingsErrors(t *testing.T) {
 	s := Defaults()
 	if err := s.ApplyYAML("x.yaml", []byte("benchmark-grace-period: soon\n"), nil); err == nil || !strings.Contains(err.Error(), "seconds or inf") {
 		t.Errorf("grace period: got %v", err)
+	}
+}
+
+// Every caller gets the client keys: idle-gap caps, lanes, the cap, the
+// corpus reopener and the frontend latency.
+func TestClientConfigCarriesEveryClientKey(t *testing.T) {
+	s := Defaults()
+	s.TraceIdleGapCapSeconds, s.SystemIdleGapCapSeconds, s.ConcurrencyMode, s.MaxConcurrency = 300, 30, "lanes", 4
+	s.FrontendLatencyMs = 2.5
+	res, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := res.ClientConfig()
+	if cfg.TraceIdleGapCap != 300*time.Second || cfg.SystemIdleGapCap != 30*time.Second || cfg.MaxConcurrency != 4 ||
+		cfg.Reopen == nil || cfg.Mode != cluster.Lanes || cfg.FrontendLatency != 2500*time.Microsecond {
+		t.Errorf("%+v", cfg)
 	}
 }

@@ -32,6 +32,11 @@ type PageOptions struct {
 	Version string
 	// Jobs is how many simulations run at once (0 = GOMAXPROCS).
 	Jobs int
+	// Build stamps the page with the binary it describes (nil: Version
+	// alone).
+	Build *BuildStamp
+	// Probes, when set, overrides every arm's probes: (--probes).
+	Probes *ProbeSpec
 }
 
 // EngineVersion is the vLLM release whose engine core BLIS's engine
@@ -48,12 +53,13 @@ func BuildPage(m *Manifest, opts PageOptions) (*Page, error) {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
 	}
-	b := &builder{m: m, jobs: jobs, csv: map[string][]InferenceXRow{}, hashed: map[string]bool{}}
+	b := &builder{m: m, jobs: jobs, csv: map[string][]InferenceXRow{}, hashed: map[string]bool{}, probes: opts.Probes}
 	pg := &Page{Name: m.Name, Title: m.Title, Description: m.Description, BLISVersion: opts.Version,
 		Manifest: filepath.ToSlash(m.File), TolerancePP: m.TolerancePP, VerdictRule: VerdictRule}
 	if pg.BLISVersion == "" {
 		pg.BLISVersion = "(unknown)"
 	}
+	pg.Build = opts.Build
 	b.addInputBytes(filepath.Base(m.File), m.Data)
 	covered := map[string]bool{} // csv path + row line of every row an arm scores
 	for i := range m.Arms {
@@ -72,6 +78,9 @@ func BuildPage(m *Manifest, opts PageOptions) (*Page, error) {
 		if ap.StepModel != "" && !slices.Contains(pg.StepModels, ap.StepModel) {
 			pg.StepModels = append(pg.StepModels, ap.StepModel)
 		}
+	}
+	if pg.probesAsked() {
+		pg.ProbeRule = ProbeRule
 	}
 	if m.Unscored != nil {
 		u, err := b.ixUnscored(m.Unscored, covered)
@@ -96,6 +105,7 @@ type builder struct {
 	csv    map[string][]InferenceXRow
 	inputs []InputFile
 	hashed map[string]bool
+	probes *ProbeSpec // --probes (nil: the manifest's)
 }
 
 // rel is a path as the page cites it: relative to the manifest.
@@ -345,6 +355,9 @@ func (b *builder) fileArm(ai int, a *Arm) (*ArmPage, error) {
 		}
 		lv[i].run = run
 		files := []string{p}
+		if st, err := os.Stat(p); err == nil && st.IsDir() && l.Format == metrics.FormatInferencePerf {
+			files = metrics.InferencePerfFiles(p)
+		}
 		if l.Format == metrics.FormatAIPerf {
 			files = nil
 			for _, name := range []string{metrics.AIPerfRecordsFile, metrics.AIPerfJSONFile, metrics.AIPerfCSVFile} {
@@ -424,7 +437,13 @@ func (b *builder) fileArm(ai int, a *Arm) (*ArmPage, error) {
 		lp.Measured, lp.BLIS, lp.Errors = levelMaps(lp.meas, lp.blis)
 		ap.Levels = append(ap.Levels, lp)
 	}
+	b.bindArm(a, ap, lv, pairing)
+	if err := b.coldPrefill(ai, a, ap, lv); err != nil {
+		return nil, err
+	}
 	ap.Population = population(ap.Levels)
+	b.fileProbes(a, ap, lv)      // probes.go
+	b.fileSensitivity(a, ap, lv) // sensitivity.go
 	if len(pairing.Levels) > 0 {
 		pairing.Bins = ITLByInFlight(allPairs)
 		pairing.Slopes = ITLSlopes(allPairs)
@@ -510,10 +529,7 @@ func simulateLevel(x *fileLevel) {
 		x.simErr = err
 		return
 	}
-	out, err := cluster.Run(cluster.Config{
-		Engine: res.Engine, Pricer: res.Pricer,
-		MaxConcurrency: x.sc.MaxConcurrency, NumWarmups: x.sc.NumWarmups, Seed: x.sc.Seed,
-	}, res.Source, rec)
+	out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
 	if err != nil {
 		x.simErr = err
 		return

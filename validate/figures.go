@@ -160,6 +160,7 @@ func metricFigure(a *ArmPage, mp MetricPop) []byte {
 	for _, p := range mp.points {
 		ymin = min(ymin, p.Measured, p.BLIS)
 	}
+	ymin, ymax = bracketSpan(a, mp, ymin, ymax) // probes_render.go
 	logY := ymin > 0 && ymax/ymin > 10
 	if logY {
 		ymin /= 1.2
@@ -213,6 +214,7 @@ func metricFigure(a *ArmPage, mp MetricPop) []byte {
 			}
 		}
 	}
+	drawBracket(&s, a, mp, names, xpos, ypos)
 	// Legend.
 	lx := padL + plotW + 12
 	y := padT + 8

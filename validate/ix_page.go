@@ -192,6 +192,7 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	ap.Deployment = fmt.Sprintf("%s (%s) on %s, TP %s, vLLM %s", plans[0].Checkpoint, prec,
 		strings.ToUpper(plans[0].Chip), joinInts(tps), strings.Join(versions, ", "))
 	ap.Provenance, ap.Notes = ixProvenance(plans, tps, versions)
+	b.ixProbes(a, ap, plans, preds, fails) // probes.go
 	scored := 0
 	for _, f := range fails {
 		if f == nil {

@@ -38,7 +38,10 @@ type Manifest struct {
 	// points a headline MAPE may grow before --check fails.
 	TolerancePP float64
 	Unscored    *IXSelect // inferencex-unscored: rows to list as not scorable
-	Arms        []Arm
+	// Probes are the gap re-checks of every arm without its own probes:
+	// (nil: off; probes.go).
+	Probes *ProbeSpec
+	Arms   []Arm
 }
 
 // Stated is one deployment field as the measured run states it.
@@ -70,6 +73,11 @@ type Arm struct {
 	ServerLogLine int
 
 	InferenceX *IXSelect
+
+	// Probes overrides the manifest's probes: for this arm; Sensitivity
+	// are its sensitivity runs (sensitivity.go).
+	Probes      *ProbeSpec
+	Sensitivity []SensitivityRun
 }
 
 // Deployment is an arm's deployment as measured.
@@ -102,7 +110,7 @@ type IXSelect struct {
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // measuredFormats are the result formats a level may name.
-var measuredFormats = []string{metrics.FormatAIPerf, metrics.FormatVLLM, metrics.FormatGuideLLM, metrics.FormatLLMD}
+var measuredFormats = []string{metrics.FormatAIPerf, metrics.FormatVLLM, metrics.FormatGuideLLM, metrics.FormatLLMD, metrics.FormatInferencePerf}
 
 // ParseManifest reads a manifest's bytes. file names it in errors and
 // anchors its relative paths.
@@ -125,7 +133,7 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 		return nil, p.errf(0, "", "", "empty manifest: expected validation:, title: and arms:")
 	}
 	root := doc.Content[0]
-	p.fields(root, "", []string{"validation", "title", "description", "tolerance-pp", "inferencex-unscored", "arms"},
+	p.fields(root, "", []string{"validation", "title", "description", "tolerance-pp", "probes", "inferencex-unscored", "arms"},
 		[]string{"validation", "title", "arms"}, func(k string, v *yaml.Node) {
 			switch k {
 			case "validation":
@@ -138,6 +146,8 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 				m.TolerancePP = p.float(v, k, 0, 100)
 			case "inferencex-unscored":
 				m.Unscored = p.ixSelect(v, k)
+			case "probes":
+				m.Probes = p.probes(v, k)
 			case "arms":
 				items := p.seq(v, k)
 				if len(items) == 0 && p.err == nil {
@@ -411,10 +421,10 @@ func (p *mparser) arm(n *yaml.Node, path string) Arm {
 	a := Arm{Line: n.Line, LevelKey: "max-concurrency", PairBy: PairByOrder}
 	var hasLevels, hasDeployment bool
 	var other []string
-	p.fields(n, path, []string{"name", "label", "deployment", "workload", "blis", "level-key", "levels", "pair-by", "server-log", "inferencex"},
+	p.fields(n, path, []string{"name", "label", "deployment", "workload", "blis", "level-key", "levels", "pair-by", "server-log", "inferencex", "probes", "sensitivity"},
 		[]string{"name", "label"}, func(k string, v *yaml.Node) {
 			key := join(path, k)
-			if k != "name" && k != "label" && k != "inferencex" {
+			if k != "name" && k != "label" && k != "inferencex" && k != "probes" {
 				other = append(other, k)
 			}
 			switch k {
@@ -448,6 +458,10 @@ func (p *mparser) arm(n *yaml.Node, path string) Arm {
 				a.ServerLog, a.ServerLogLine = p.text(v, key), v.Line
 			case "inferencex":
 				a.InferenceX = p.ixSelect(v, key)
+			case "probes":
+				a.Probes = p.probes(v, key)
+			case "sensitivity":
+				a.Sensitivity = p.sensitivity(v, key)
 			}
 		})
 	if p.err != nil {
@@ -455,7 +469,7 @@ func (p *mparser) arm(n *yaml.Node, path string) Arm {
 	}
 	if a.InferenceX != nil {
 		if len(other) > 0 {
-			p.fail(n, join(path, other[0]), "", "an inferencex arm takes its deployment, levels and client from the CSV rows: only name, label and inferencex are allowed")
+			p.fail(n, join(path, other[0]), "", "an inferencex arm takes its deployment, levels and client from the CSV rows: only name, label, probes and inferencex are allowed")
 		}
 		return a
 	}

@@ -108,7 +108,7 @@ func TestParseManifestErrors(t *testing.T) {
 		{"bad workload value", arm(dep + "    workload:\n      num-prompts: lots\n" + lv), 12, "num-prompts"},
 		{"output key", arm(dep + "    blis:\n      export: aiperf\n" + lv), 12, "chosen by blis validate"},
 		{"bad pair-by", arm(dep + "    pair-by: time\n" + lv), 11, "allowed: session, id, order"},
-		{"inferencex with levels", arm("    inferencex: {csv: a.csv, model: m, hardware: h100}\n" + lv), 4, "only name, label and inferencex"},
+		{"inferencex with levels", arm("    inferencex: {csv: a.csv, model: m, hardware: h100}\n" + lv), 4, "only name, label, probes and inferencex"},
 		{"inferencex bad recipe", arm("    inferencex: {csv: a.csv, model: m, hardware: h100, recipe: nope}\n"), 6, "unknown recipe"},
 		{"inferencex no model", arm("    inferencex: {csv: a.csv, hardware: h100}\n"), 6, "model: required key missing"},
 		{"repeated arm", "validation: x\ntitle: X\narms:\n  - name: a\n    label: A\n    inferencex: {csv: a.csv, model: m, hardware: h}\n" +

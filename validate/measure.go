@@ -273,9 +273,25 @@ var aggregateNames = map[string][NumMetrics]string{
 		MITLP90:  llmdAgg + "latency.inter_token_latency.p90",
 		ME2EMean: llmdAgg + "latency.request_latency.mean",
 	},
+	// inference-perf's summary_lifecycle_metrics.json (kubernetes-sigs/
+	// inference-perf reportgen/base.py): seconds, its 50th percentile
+	// named "median".
+	metrics.FormatInferencePerf: {
+		MOutputTokS: ipAgg + "throughput.output_tokens_per_sec",
+		MTTFTMean:   ipAgg + "latency.time_to_first_token.mean", MTTFTP50: ipAgg + "latency.time_to_first_token.median",
+		MTTFTP90:  ipAgg + "latency.time_to_first_token.p90",
+		MTPOTMean: ipAgg + "latency.time_per_output_token.mean", MTPOTP50: ipAgg + "latency.time_per_output_token.median",
+		MTPOTP90: ipAgg + "latency.time_per_output_token.p90",
+		MITLMean: ipAgg + "latency.inter_token_latency.mean", MITLP50: ipAgg + "latency.inter_token_latency.median",
+		MITLP90:  ipAgg + "latency.inter_token_latency.p90",
+		ME2EMean: ipAgg + "latency.request_latency.mean",
+	},
 }
 
-const llmdAgg = "results.request_performance.aggregate."
+const (
+	llmdAgg = "results.request_performance.aggregate."
+	ipAgg   = "summary.successes."
+)
 
 // AggregateValues reads the metrics a measured run states as aggregates
 // (vLLM bench JSON, llm-d report); other formats, and metrics a file does

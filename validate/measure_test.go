@@ -61,3 +61,21 @@ func TestAggregateValues(t *testing.T) {
 		t.Error("aiperf has no aggregate mapping: want NaN")
 	}
 }
+
+// inference-perf's summary states every headline aggregate, in seconds.
+func TestAggregateValuesInferencePerf(t *testing.T) {
+	run, err := metrics.Read(metrics.FormatInferencePerf, "../metrics/testdata/inference-perf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := AggregateValues(run)
+	for _, m := range []Metric{MOutputTokS, MTTFTMean, MTTFTP50, MTTFTP90, MTPOTMean, MITLMean, ME2EMean} {
+		if math.IsNaN(v[m]) || !(v[m] > 0) {
+			t.Errorf("%s: %v", m.Info().Name, v[m])
+		}
+	}
+	ttft, _ := run.Metric("summary.successes.latency.time_to_first_token.mean")
+	if math.Abs(v[MTTFTMean]-1000*ttft.Value) > 1e-9 {
+		t.Errorf("TTFT mean %v ms, file %v s", v[MTTFTMean], ttft.Value)
+	}
+}

@@ -23,6 +23,11 @@ type Page struct {
 	// Unscored lists measured sets the page's sources hold that no arm
 	// scores, with what is missing.
 	Unscored []Unscored `json:"unscored,omitempty"`
+
+	// Build is the binary's stamp (buildinfo.go); nil when not given.
+	Build *BuildStamp `json:"build,omitempty"`
+	// The gap re-checks' verdict rule (probes.go).
+	PageProbes
 }
 
 // InputFile is one file the page was computed from.
@@ -54,6 +59,15 @@ type ArmPage struct {
 	PairingNote string      `json:"pairing_note,omitempty"`
 	KV          *KVPool     `json:"kv_pool,omitempty"`
 	KVNote      string      `json:"kv_pool_note,omitempty"`
+
+	// Binding and the cold full prefill (binding.go, coldprefill.go).
+	Binding         []LevelBinding `json:"binding,omitempty"`
+	BindingNote     string         `json:"binding_note,omitempty"`
+	ColdPrefill     *ColdPrefill   `json:"cold_prefill,omitempty"`
+	ColdPrefillNote string         `json:"cold_prefill_note,omitempty"`
+
+	// Gap re-checks, brackets and sensitivity runs (probes.go).
+	ProbeData
 }
 
 // LevelPage is one level (of one series): both sides' values and the

@@ -280,6 +280,9 @@ type PairLevel struct {
 	Unmatched    int    `json:"unmatched"`
 	Mismatched   int    `json:"mismatched_tokens"`
 	PairedByNote string `json:"paired_by"`
+	// NotBound marks a level whose records do not reproduce the file's
+	// published aggregates (binding.go): reported, but flagged.
+	NotBound bool `json:"not_bound,omitempty"`
 }
 
 // SummarizePairs computes a level's medians.

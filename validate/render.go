@@ -114,7 +114,7 @@ func (m *mdw) head(cells ...string) {
 func (pg *Page) WriteMarkdown(w io.Writer) error {
 	m := &mdw{w: bufio.NewWriter(w)}
 	m.p("# %s\n\n", pg.Title)
-	m.p("BLIS binaries these results describe: `blis %s`, step model %s.\n", pg.BLISVersion, orNone(strings.Join(pg.StepModels, ", ")))
+	m.p("BLIS binaries these results describe: %s, step model %s.\n", pg.binaryText(), orNone(strings.Join(pg.StepModels, ", ")))
 	files := "files"
 	if len(pg.Inputs)-1 == 1 {
 		files = "file"
@@ -132,11 +132,15 @@ func (pg *Page) WriteMarkdown(w io.Writer) error {
 		m.row(a.Label, a.Deployment, strings.Join(a.Inputs, "; "), strconv.Itoa(len(a.Levels)))
 	}
 
+	pg.writeBinding(m)
 	pg.writeProvenance(m)
+	pg.writeProbes(m) // probes_render.go
 	pg.writePairs(m)
 	pg.writePopulation(m, false)
+	pg.writeSensitivity(m)
 	pg.writeTTFT(m)
 	pg.writeKV(m)
+	pg.writeProbeLevels(m)
 	pg.writeLevels(m)
 
 	m.p("\n## Regression gate\n\n")
@@ -224,7 +228,7 @@ func (pg *Page) writePairs(m *mdw) {
 			}
 			for _, l := range a.Pairing.Levels {
 				if l.Shown {
-					m.row(a.Label, levelText(l.Level.F()), strconv.Itoa(l.Solo), pct(l.ITLSolo), strconv.Itoa(l.SameInFlight), pct(l.ITLSame), pct(l.LatencySolo))
+					m.row(a.Label, pairLevelText(l), strconv.Itoa(l.Solo), pct(l.ITLSolo), strconv.Itoa(l.SameInFlight), pct(l.ITLSame), pct(l.LatencySolo))
 				}
 			}
 		}
@@ -236,7 +240,7 @@ func (pg *Page) writePairs(m *mdw) {
 			var omitted []string
 			for _, l := range a.Pairing.Levels {
 				if !l.Shown {
-					omitted = append(omitted, fmt.Sprintf("%s (%d solo)", levelText(l.Level.F()), l.Solo))
+					omitted = append(omitted, fmt.Sprintf("%s (%d solo)", pairLevelText(l), l.Solo))
 				}
 				if l.Unmatched > 0 || l.Mismatched > 0 {
 					m.p("- %s, level %s: requests without a counterpart: %d; matches left out because their token counts differ: %d.\n",
@@ -317,6 +321,7 @@ func (pg *Page) writePopulation(m *mdw, ttft bool) {
 		m.row("--", "no metric stated on both sides", "0", "--", "--", "--", "--", "--", "--", "--")
 	}
 	m.p("\n")
+	pg.writeBrackets(m, ttft)
 	for _, a := range pg.Arms {
 		for _, mp := range a.Population {
 			if mp.TTFT == ttft {
@@ -343,12 +348,13 @@ func (pg *Page) writeTTFT(m *mdw) {
 			}
 			for _, l := range a.Pairing.Levels {
 				if l.Shown {
-					m.row(a.Label, levelText(l.Level.F()), strconv.Itoa(l.Solo), pct(l.TTFTSolo))
+					m.row(a.Label, pairLevelText(l), strconv.Itoa(l.Solo), pct(l.TTFTSolo))
 				}
 			}
 		}
 		m.p("\n")
 	}
+	pg.writeColdPrefill(m)
 	pg.writePopulation(m, true)
 }
 

@@ -25,8 +25,7 @@ func exportRun(t *testing.T, s scenario.Scenario, dir string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cluster.Run(cluster.Config{Engine: res.Engine, Pricer: res.Pricer, MaxConcurrency: s.MaxConcurrency,
-		NumWarmups: s.NumWarmups, Seed: s.Seed}, res.Source, rec)
+	out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ func newValidatePageCmd(stdout, stderr io.Writer) *cobra.Command {
 		out           string
 		record, check bool
 		jobs          int
+		probes        string
 	)
 	cmd := &cobra.Command{
 		Use:   "page MANIFEST.yaml",
@@ -35,7 +36,12 @@ manifest's directory). Prints each arm's verdict and headline errors.
 --record also pins the headline errors (MAPE and signed mean per arm and
 metric) in NAME.baseline.json. --check writes nothing: it recomputes the
 page and exits 1 when a MAPE grows beyond the manifest's tolerance-pp over
-the baseline, or an arm scores fewer points.`,
+the baseline, or an arm scores fewer points.
+
+--probes auto re-runs each arm once per candidate value of every setting its
+provenance table shows as a removable MISMATCH or UNSTATED (the "Gap
+re-checks" section; never part of the headline or the gate); off skips them;
+a comma list re-checks only those settings.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return &usageError{fmt.Errorf("validate page takes one manifest file, got %d arguments", len(args))}
@@ -48,6 +54,14 @@ the baseline, or an arm scores fewer points.`,
 			}
 			if jobs < 0 {
 				return &usageError{errors.New("--jobs must be ≥ 0")}
+			}
+			var probeSpec *validate.ProbeSpec
+			if probes != "" {
+				spec, err := validate.ParseProbes(probes)
+				if err != nil {
+					return &usageError{fmt.Errorf("--probes %q: %v", probes, err)}
+				}
+				probeSpec = &spec
 			}
 			file := args[0]
 			data, err := os.ReadFile(file)
@@ -74,7 +88,8 @@ the baseline, or an arm scores fewer points.`,
 				}
 			}
 			start := time.Now()
-			pg, err := validate.BuildPage(m, validate.PageOptions{Version: buildVersion(), Jobs: jobs})
+			stamp := validate.CurrentBuild()
+			pg, err := validate.BuildPage(m, validate.PageOptions{Version: buildVersion(), Jobs: jobs, Build: &stamp, Probes: probeSpec})
 			if err != nil {
 				return err
 			}
@@ -110,6 +125,7 @@ the baseline, or an arm scores fewer points.`,
 	fs.BoolVar(&record, "record", false, "also pin the headline errors in NAME.baseline.json")
 	fs.BoolVar(&check, "check", false, "write nothing; exit 1 when a headline error regressed beyond tolerance against NAME.baseline.json")
 	fs.IntVar(&jobs, "jobs", 0, "simulations run in parallel (0 = number of CPUs); the page does not depend on it")
+	fs.StringVar(&probes, "probes", "", "gap re-checks for every arm, overriding the manifest's probes: off, auto, or a comma list of settings (default: the manifest's)")
 	return cmd
 }
 
