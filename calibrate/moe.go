@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"blis/catalog"
@@ -33,6 +32,18 @@ var moeDtypes = []struct {
 	{"w4a8_mxfp4_mxfp8", "fp8_flops", 0.5 + 1.0/32, "MXFP4 weights, MXFP8 activations", false},
 }
 
+// moeDistribution is the token-to-expert routing of the rows the MoE laws
+// are fitted on. aiconfigurator's collector times each shape under
+// balanced routing and under power-law routing (expert loads drawn from
+// P(x) ∝ x^−α, α = 1.01 or 1.2); its own estimator defaults to power_law,
+// which it maps to power_law_1.01 (aiconfigurator ModelConfig
+// workload_distribution = "power_law"). Real routers are skewed: with few
+// tokens they touch fewer experts than balanced routing spreads them over
+// (faster), with many the hottest expert's GEMM is longer (slower).
+const moeDistribution = "power_law_1.01"
+
+const moeDistributionNote = "aiconfigurator's default routing for its estimates; balanced and power_law_1.2 rows not used"
+
 func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 	const rel = "moe/vllm/0.24.0/moe_perf.parquet"
 	t, file, err := cf.table(rel)
@@ -56,20 +67,54 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 			return nil, fmt.Errorf("%s: row %d: unknown moe_dtype %q", file, i, dt[i])
 		}
 	}
-	laws := make([]*catalog.MoELaw, len(moeDtypes))
-	err = parallel(len(moeDtypes), func(di int) error {
-		d := moeDtypes[di]
+	// One law per moe_dtype over all its kernels (the default), and where a
+	// dtype's rows come from more than one kernel family, one law per family
+	// too ("fp8_block_triton", "fp8_block_flashinfer"): vLLM picks the family
+	// per chip, version and environment (--moe-backend), and one law over two
+	// kernels' rows prices neither.
+	type job struct {
+		d      int
+		family string // "" = every kernel
+	}
+	var jobs []job
+	for di, d := range moeDtypes {
+		jobs = append(jobs, job{di, ""})
+		if d.marlin {
+			continue
+		}
+		fams := map[string]bool{}
+		for i := range y {
+			if dt[i] == d.name && dist[i] == moeDistribution && y[i] > 0 && ver[i] == "0.24.0" && !strings.Contains(kern[i], "situ_as_silu") {
+				fams[kernelFamily(kern[i])] = true
+			}
+		}
+		if len(fams) > 1 {
+			for _, f := range moeFamilies {
+				if fams[f] {
+					jobs = append(jobs, job{di, f})
+				}
+			}
+		}
+	}
+	laws := make([]*catalog.MoELaw, len(jobs))
+	err = parallel(len(jobs), func(ji int) error {
+		d := moeDtypes[jobs[ji].d]
+		family := jobs[ji].family
+		name := d.name
+		if family != "" {
+			name += "_" + family
+		}
 		var rows []int
 		otherVersion, approx := 0, 0
 		for i := range y {
-			if dist[i] != "balanced" || !(y[i] > 0) {
+			if dist[i] != moeDistribution || !(y[i] > 0) {
 				continue
 			}
 			if d.marlin {
 				if !strings.Contains(kern[i], "marlin") || (dt[i] != "w4a16_mxfp4" && dt[i] != "int4_wo") {
 					continue
 				}
-			} else if dt[i] != d.name {
+			} else if dt[i] != d.name || (family != "" && kernelFamily(kern[i]) != family) {
 				continue
 			}
 			if ver[i] != "0.24.0" {
@@ -98,7 +143,7 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 			return nil
 		}
 		fit, held, shapes := splitByShape(rows, func(r int) shapeKey { return shapeKey{Hd[r], In[r], K[r], E[r]} })
-		law := catalog.MoELaw{Dtype: d.name, PeakKey: d.peak, PeakFLOPS: peakOf(cf.chip, d.peak), MemBW: cf.chip.MemBW, WeightBytes: d.weightBytes}
+		law := catalog.MoELaw{Dtype: name, PeakKey: d.peak, PeakFLOPS: peakOf(cf.chip, d.peak), MemBW: cf.chip.MemBW, WeightBytes: d.weightBytes}
 		set := func(p []float64, l *catalog.MoELaw) {
 			l.T0, l.EffMax, l.TokHalf, l.WidthHalf, l.BWEff, l.BWWidthHalf, l.PerRoutedElem = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
 		}
@@ -113,10 +158,10 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 				l := law
 				set(p, &l)
 				l.WeightBytes = weightBytesOf(dt[r])
-				// "balanced" routing spreads T·k assignments evenly, so a
-				// rank's distinct experts are min(E/ep, T·k/ep).
-				distinct := math.Min(E[r]/EP[r], T[r]*K[r]/EP[r])
-				return kernel.MoETime(&l, kernel.MoEShape{Tokens: T[r], Hidden: Hd[r], Inter: In[r], TopK: K[r], Experts: E[r], TP: TP[r], EP: EP[r], Distinct: distinct})
+				// Distinct experts as the pricer estimates them at run time
+				// (uniform routing, kernel.ExpectedDistinctExperts): the
+				// skew of real routing is in the rows the law is fitted on.
+				return kernel.MoETime(&l, kernel.MoEShape{Tokens: T[r], Hidden: Hd[r], Inter: In[r], TopK: K[r], Experts: E[r], TP: TP[r], EP: EP[r]})
 			}}
 		if len(fit) < 2000 { // small sets: more starting points are cheap
 			fs.starts = append(fs.starts, []float64{1, 1, 1, 1, 1, 1, 100}, []float64{1, 1, 1, 1, 1, 1, 0.01}, []float64{1, 0.5, 0.2, 0.2, 0.5, 1, 1})
@@ -129,13 +174,13 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 			kdesc = fmt.Sprintf("%s and %d rows of other kernels", kname, others)
 		}
 		scope := join(
-			fmt.Sprintf("moe_dtype=%s (%s), distribution=balanced (tokens spread evenly over experts; power_law rows not used), version 0.24.0 rows only (%d other-version rows excluded)", d.name, d.note, otherVersion),
+			fmt.Sprintf("moe_dtype=%s (%s)%s, distribution=%s (%s), version 0.24.0 rows only (%d other-version rows excluded)", strings.TrimSuffix(d.name, "_marlin"), d.note, familyNote(family), moeDistribution, moeDistributionNote, otherVersion),
 			kernelScope(d.marlin, kdesc, approx),
 			fmt.Sprintf("tokens %g..%g, moe_tp %g..%g, moe_ep %g..%g over %d distinct (hidden, inter, topk, experts)", minOf(T, rows), maxOf(T, rows), minOf(TP, rows), maxOf(TP, rows), minOf(EP, rows), maxOf(EP, rows), shapes),
 			heldRule("(hidden_size, inter_size, topk, num_experts)")+"; fewer than 5 shapes: nothing held out",
 		)
 		law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
-		laws[di] = &law
+		laws[ji] = &law
 		return nil
 	})
 	if err != nil {
@@ -166,4 +211,30 @@ func weightBytesOf(dtype string) float64 {
 		}
 	}
 	return 2
+}
+
+// moeFamilies are the MoE kernel families vLLM chooses between, in the
+// order their laws are written.
+var moeFamilies = []string{"triton", "flashinfer", "marlin", "other"}
+
+// kernelFamily names the family of an aiconfigurator kernel_source:
+// vLLM's Triton fused-MoE kernels (and OpenAI's Triton MXFP4 kernels),
+// FlashInfer's CUTLASS and TRT-LLM MoE kernels, or Marlin.
+func kernelFamily(kernel string) string {
+	switch {
+	case strings.Contains(kernel, "marlin"):
+		return "marlin"
+	case strings.Contains(kernel, "flashinfer"):
+		return "flashinfer"
+	case strings.Contains(kernel, "triton"):
+		return "triton"
+	}
+	return "other"
+}
+
+func familyNote(family string) string {
+	if family == "" {
+		return ""
+	}
+	return ", " + family + " kernels only"
 }

@@ -269,10 +269,7 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 	var cands []string
 	switch dtype {
 	case "mxfp4":
-		cands = []string{"mxfp4", "w4a16_mxfp4", "nvfp4", "int4_wo"}
-		if r.d.MXFP4Marlin {
-			cands = []string{"w4a16_mxfp4_marlin", "w4a16_mxfp4", "int4_wo"}
-		}
+		cands = []string{"w4a16_mxfp4", "nvfp4", "int4_wo"}
 	case "fp8":
 		if r.d.Model.WeightBlock > 0 {
 			cands = []string{"fp8_block", "fp8"}
@@ -288,6 +285,9 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 		if r.d.Quantization == "fp8" {
 			cands = []string{"fp8", "bfloat16"}
 		}
+	}
+	if b := r.d.MoEBackend; b != "" && b != "auto" {
+		cands = append(backendLaws(b, cands[0]), cands...)
 	}
 	for i, c := range cands {
 		if l, err := r.co.MoEFor(c); err == nil {
@@ -564,4 +564,22 @@ func (f *fitted) Describe() string {
 		fmt.Fprintf(&b, "%s×%g ", t.name, t.count)
 	}
 	return b.String()
+}
+
+// backendLaws are the MoE laws that price a dtype's experts on one kernel
+// family (--moe-backend), most specific first: the family's own fit where
+// calibrate split the dtype's rows by kernel, else the law of the format
+// that family runs (MXFP4 on Marlin, MXFP4 with MXFP8 activations).
+func backendLaws(backend, dtype string) []string {
+	switch {
+	case backend == "marlin" && dtype == "w4a16_mxfp4":
+		return []string{"w4a16_mxfp4_marlin"}
+	case backend == "marlin" && dtype == "int4_wo":
+		return []string{"int4_wo"}
+	case backend == "flashinfer-mxfp8" && dtype == "w4a16_mxfp4":
+		return []string{"w4a8_mxfp4_mxfp8"}
+	case backend == "flashinfer-mxfp8":
+		return nil
+	}
+	return []string{dtype + "_" + backend}
 }

@@ -188,3 +188,44 @@ func TestFittedExpertParallel(t *testing.T) {
 		t.Fatalf("dense model changed with expert parallel: %v vs %v", a, b)
 	}
 }
+
+// --moe-backend picks the law of the kernel family vLLM's environment
+// forces; a family not measured for the dtype on the chip falls back to the
+// dtype's law and says so.
+func TestFittedMoEBackend(t *testing.T) {
+	batch := mixedBatch()
+	for _, tc := range []struct {
+		model, chip, backend string
+		differs              bool   // step time differs from auto
+		sub                  string // substitution note expected ("" = none)
+	}{
+		{"openai/gpt-oss-120b", "h100", "marlin", true, ""},
+		{"openai/gpt-oss-120b", "b200", "flashinfer-mxfp8", true, ""},
+		{"MiniMaxAI/MiniMax-M2.5", "h100", "triton", true, ""},
+		{"MiniMaxAI/MiniMax-M2.5", "h100", "flashinfer", true, ""},
+		{"MiniMaxAI/MiniMax-M2.5", "b200", "triton", false, "no fp8_block_triton law on b200"},
+		{"meta-llama/Llama-3.1-8B", "h100", "marlin", false, ""},
+	} {
+		t.Run(tc.model+"/"+tc.chip+"/"+tc.backend, func(t *testing.T) {
+			d := deploy(t, tc.model, tc.chip, 4)
+			d.MaxNumSeqs, d.MaxModelLen = 256, 8192
+			auto, err := NewFitted(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.MoEBackend = tc.backend
+			p, err := NewFitted(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := auto.StepTime(&batch).Total, p.StepTime(&batch).Total
+			if (a != b) != tc.differs {
+				t.Errorf("auto %v, %s %v: differs = %v, want %v", a, tc.backend, b, a != b, tc.differs)
+			}
+			subs := strings.Join(p.(*fitted).Substitutions(), "; ")
+			if tc.sub == "" && strings.Contains(subs, "moe") || tc.sub != "" && !strings.Contains(subs, tc.sub) {
+				t.Errorf("substitutions %q, want %q", subs, tc.sub)
+			}
+		})
+	}
+}

@@ -83,12 +83,24 @@ type Deployment struct {
 	// every expert (vllm/model_executor/layers/fused_moe/layer.py), the
 	// same bytes per GPU; the MoE output is all-reduced over the same group.
 	ExpertParallel bool
-	// MXFP4Marlin is VLLM_MXFP4_USE_MARLIN=1: MXFP4 experts run on vLLM's
-	// Marlin MoE kernels (fused_moe/fused_marlin_moe.py) rather than the
-	// Triton MXFP4 kernels vLLM picks on Hopper by default; priced with the
-	// w4a16_mxfp4_marlin law.
-	MXFP4Marlin bool
+	// MoEBackend is the fused-MoE kernel family vLLM runs the experts on
+	// when the environment forces one (MoEBackends); "" or "auto" prices
+	// with the law over every kernel measured for the experts' dtype.
+	MoEBackend string
 }
+
+// MoEBackends are the kernel families --moe-backend names, as vLLM's
+// environment selects them (vllm/envs.py, model_executor/layers/fused_moe
+// and quantization/mxfp4.py):
+//   - triton: vLLM's Triton fused-MoE kernels (VLLM_USE_FLASHINFER_MOE_FP8=0,
+//     VLLM_MOE_USE_DEEP_GEMM=0), OpenAI's Triton MXFP4 kernels on Hopper;
+//   - flashinfer: FlashInfer's CUTLASS / TRT-LLM MoE kernels
+//     (VLLM_USE_FLASHINFER_MOE_FP8=1, VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1);
+//   - flashinfer-mxfp8: FlashInfer TRT-LLM MXFP4 experts with MXFP8
+//     activations (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, Blackwell);
+//   - marlin: Marlin weight-only kernels (VLLM_MXFP4_USE_MARLIN=1 for MXFP4,
+//     vLLM's choice for int4 weights).
+var MoEBackends = []string{"auto", "triton", "flashinfer", "flashinfer-mxfp8", "marlin"}
 
 // CUDA-graph modes (vllm/config/compilation.py CUDAGraphMode).
 var CUDAGraphModes = []string{"FULL_AND_PIECEWISE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "NONE"}

@@ -102,7 +102,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		NumGPUBlocksOverride: s.NumGPUBlocksOverride, EnforceEager: s.EnforceEager,
 		CUDAGraphMode: cc.Mode, MaxCUDAGraphCaptureSize: capSize, CaptureSizes: cc.CaptureSizes,
 		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
-		MXFP4Marlin: s.MXFP4UseMarlin,
+		MoEBackend: s.MoEBackend,
 	}
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return nil, &InputError{Msg: err.Error()}
@@ -247,6 +247,9 @@ func (s Scenario) checkClient() error {
 		if !(r.v >= 0 && r.v <= maxSeconds) {
 			return bad(r.key, fmt.Sprint(r.v), fmt.Sprintf("must be in [0, %g] seconds (0: off)", maxSeconds))
 		}
+	}
+	if !slices.Contains(kernel.MoEBackends, s.MoEBackend) {
+		return bad("moe-backend", s.MoEBackend, "allowed: "+strings.Join(kernel.MoEBackends, ", "))
 	}
 	if f := s.FrontendLatencyMs; !(f >= 0 && f <= 60000) {
 		return bad("frontend-latency-ms", fmt.Sprint(f), "must be in [0, 60000] ms (0: the engine's time only)")

@@ -44,7 +44,7 @@ type Scenario struct {
 	MaxCUDAGraphCaptureSize   int
 	AsyncScheduling           bool
 	EnableExpertParallel      bool
-	MXFP4UseMarlin            bool // VLLM_MXFP4_USE_MARLIN=1
+	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends)
 
 	// vllm bench serve
 	DatasetName       string
@@ -128,6 +128,7 @@ func Defaults() Scenario {
 		MetricPercentiles: []float64{50, 90, 95, 99},
 		PercentileMetrics: "ttft,tpot,itl,e2el",
 		StepModel:         "auto",
+		MoEBackend:        "auto",
 		// vllm-project/vllm#54628 (2026): vllm bench serve's client TTFT
 		// minus the server's vllm:time_to_first_token_seconds over the same
 		// requests, --backend openai, 512-token prompts, concurrency 8:
@@ -170,7 +171,6 @@ func (s *Scenario) Settings() []Setting {
 	ee, eeNeg := b(&s.EnforceEager)
 	as, asNeg := b(&s.AsyncScheduling)
 	ep, epNeg := b(&s.EnableExpertParallel)
-	mm, mmNeg := b(&s.MXFP4UseMarlin)
 	sr, _ := b(&s.SaveResult)
 	sd, _ := b(&s.SaveDetailed)
 	fs, _ := b(&s.FixedSchedule)
@@ -197,7 +197,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph (0: vLLM's default min(2 × max-num-seqs, 512))"},
 		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one"},
 		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the TP group instead of slicing every expert (one DP rank)"},
-		{Name: "mxfp4-use-marlin", Group: "serve", Value: mm, Neg: mmNeg, Usage: "vLLM's VLLM_MXFP4_USE_MARLIN=1: MXFP4 MoE experts (gpt-oss) on Marlin kernels instead of Triton (Hopper)"},
+		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", ") + " (default random, or --custom-dataset-type)"},
 		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},
