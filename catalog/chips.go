@@ -46,6 +46,13 @@ type chipFile struct {
 	GPUsPerNode        sourced   `yaml:"gpus_per_node"`
 	P2PLatency         sourced   `yaml:"p2p_latency_s"`
 	NCCLMemory         ncclTable `yaml:"nccl_memory_bytes"`
+	CoefficientsFrom   *named    `yaml:"coefficients_from"`
+}
+
+// named is a chip name with the reason it stands in.
+type named struct {
+	Value  string `yaml:"value"`
+	Source string `yaml:"source"`
 }
 
 // ParseChip decodes one chip YAML file strictly: unknown keys, missing
@@ -127,6 +134,17 @@ func ParseChip(name string, data []byte) (*Chip, error) {
 		c.NCCLMemBytes[tp] = v
 	}
 	c.Sources["NCCLMemBytes"] = f.NCCLMemory.Source
+	if cf := f.CoefficientsFrom; cf != nil {
+		v := strings.ToLower(strings.TrimSpace(cf.Value))
+		if v == "" || v == c.Name {
+			return nil, fmt.Errorf("%s: key \"coefficients_from.value\": want another chip's name, got %q", name, cf.Value)
+		}
+		if strings.TrimSpace(cf.Source) == "" {
+			return nil, fmt.Errorf("%s: key \"coefficients_from.source\": missing (say why that chip's laws apply)", name)
+		}
+		c.CoefficientsFrom = v
+		c.Sources["CoefficientsFrom"] = cf.Source
+	}
 	return c, nil
 }
 

@@ -125,6 +125,8 @@ func TestParseChipStrict(t *testing.T) {
 		{"empty", "", []string{"empty file"}},
 		{"upper-case name", strings.Replace(good, "name: h100", "name: H100", 1), []string{`"name"`}},
 		{"no nccl", good[:strings.Index(good, "nccl_memory_bytes:")], []string{"nccl_memory_bytes"}},
+		{"borrows from itself", good + "coefficients_from: {value: h100, source: x}\n", []string{`"coefficients_from.value"`, "another chip"}},
+		{"borrow without source", good + "coefficients_from: {value: h200}\n", []string{`"coefficients_from.source"`, "missing"}},
 	}
 	if _, err := ParseChip("c.yaml", []byte(good)); err != nil {
 		t.Fatalf("the embedded h100.yaml does not parse: %v", err)

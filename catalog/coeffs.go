@@ -184,6 +184,10 @@ type Coefficients struct {
 	MLAPrefill  []MLALaw         `yaml:"mla_prefill"`
 	MoE         []MoELaw         `yaml:"moe"`
 	Comm        []CommLaw        `yaml:"comm"`
+	// BorrowedFrom is the sibling chip whose laws these are (Chip's
+	// CoefficientsFrom), resolved against this chip's peaks; "" when the
+	// laws were fitted on this chip's own tables.
+	BorrowedFrom string `yaml:"-"`
 }
 
 // GEMMFor returns the GEMM law for a weight dtype.
@@ -599,6 +603,16 @@ func LookupCoefficients(chip string) (*Coefficients, error) {
 		return nil, err
 	}
 	c, ok := coeffReg.byChip[ch.Name]
+	if !ok && ch.CoefficientsFrom != "" {
+		if sib, ok2 := coeffReg.byChip[ch.CoefficientsFrom]; ok2 {
+			cp := sib.clone()
+			cp.Chip, cp.BorrowedFrom = ch.Name, sib.Chip
+			if err := cp.Resolve(ch); err != nil {
+				return nil, err
+			}
+			return cp, nil
+		}
+	}
 	if !ok {
 		have := CoefficientChips()
 		return nil, fmt.Errorf("chip %q has no fitted coefficients: only %s have measured per-operator tables (data/ops) to fit from", ch.Name, strings.Join(have, ", "))

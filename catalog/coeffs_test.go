@@ -73,13 +73,29 @@ func TestEmbeddedCoefficientsLoad(t *testing.T) {
 func TestLookupCoefficientsErrors(t *testing.T) {
 	for _, c := range []struct{ chip, want string }{
 		{"a100", `chip "a100" has no fitted coefficients: only b200, h100, h200 have measured per-operator tables`},
-		{"gb200", `chip "gb200" has no fitted coefficients`},
-		{"b300", `chip "b300" has no fitted coefficients`},
 		{"tpu-v9", `unknown chip "tpu-v9"`},
 	} {
 		_, err := LookupCoefficients(c.chip)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("LookupCoefficients(%q) = %v, want an error containing %q", c.chip, err, c.want)
+		}
+	}
+	// B300 and GB200 have no tables: B200's laws, resolved against their
+	// own peaks.
+	b200, _ := LookupCoefficients("b200")
+	for _, name := range []string{"b300", "gb200"} {
+		co, err := LookupCoefficients(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ch, _ := LookupChip(name)
+		if co.Chip != name || co.BorrowedFrom != "b200" || len(co.GEMM) != len(b200.GEMM) {
+			t.Errorf("%s: chip %q borrowed from %q, %d GEMM laws", name, co.Chip, co.BorrowedFrom, len(co.GEMM))
+		}
+		for i := range co.GEMM {
+			if co.GEMM[i].MemBW != ch.MemBW || co.GEMM[i].EffMax != b200.GEMM[i].EffMax {
+				t.Errorf("%s: GEMM %s not resolved against the chip", name, co.GEMM[i].Dtype)
+			}
 		}
 	}
 	co, _ := LookupCoefficients("h100")
@@ -202,4 +218,17 @@ func FuzzParseCoefficients(f *testing.F) {
 			t.Fatalf("round trip changed the coefficients")
 		}
 	})
+}
+
+// Every coefficients_from names a chip with coefficients of its own.
+func TestCoefficientsFromNamesAFittedChip(t *testing.T) {
+	fitted := map[string]bool{}
+	for _, c := range CoefficientChips() {
+		fitted[c] = true
+	}
+	for _, ch := range Chips() {
+		if ch.CoefficientsFrom != "" && !fitted[ch.CoefficientsFrom] {
+			t.Errorf("%s: coefficients_from %q has no fitted coefficients", ch.Name, ch.CoefficientsFrom)
+		}
+	}
 }

@@ -144,6 +144,13 @@ type Chip struct {
 	Description  string
 
 	Sources map[string]string // field name → where the number comes from
+
+	// CoefficientsFrom names a chip of the same architecture whose fitted
+	// kernel laws price this one where it has no measured tables of its
+	// own: the laws are efficiencies against the chip's peaks and
+	// bandwidths, so they are resolved against this chip's numbers. ""
+	// when the chip has its own coefficients or no sibling.
+	CoefficientsFrom string
 }
 
 // NCCLBytes is the communication-buffer memory per GPU for a tensor-parallel

@@ -162,6 +162,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 		f.captureSizes = append([]int(nil), d.CaptureSizes...)
 		sort.Ints(f.captureSizes)
 	}
+	if co.BorrowedFrom != "" {
+		f.subs = append(f.subs, fmt.Sprintf("every law: fitted on %s's kernel tables (same architecture; %s has none), resolved against %s's peaks and bandwidth",
+			co.BorrowedFrom, d.Chip.Name, d.Chip.Name))
+	}
 	r := resolver{d: d, co: co, f: f}
 	for _, op := range g.Embed {
 		r.add(op, 1)
