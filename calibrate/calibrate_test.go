@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -54,6 +55,8 @@ func TestEmbeddedCoefficientsAreFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, _ := filepath.Glob(filepath.Join(coeffsDir, "*.yaml"))
+	grids, _ := filepath.Glob(filepath.Join(coeffsDir, "*.gemm-grid.txt"))
+	stored = append(stored, grids...)
 	if len(stored) != len(files) {
 		t.Errorf("catalog/coeffs has %d coefficient files, a fresh fit writes %d (%v)", len(stored), len(files), stored)
 	}
@@ -252,5 +255,43 @@ func TestRecordedErrorsStayBounded(t *testing.T) {
 	var buf bytes.Buffer
 	if err := rep.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), "gemm             bfloat16") {
 		t.Errorf("error table:\n%s", buf.String())
+	}
+}
+
+// The law times its residual grid reproduces the measured GEMM table: the
+// grid is a lookup of what was measured, off only by its 0.2 % steps and by
+// averaging repeated rows of one cell.
+func TestGEMMGridReproducesTheTable(t *testing.T) {
+	co, err := catalog.LookupCoefficients("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := ReadTable(filepath.Join(dataDir, "h100_sxm/gemm/vllm/0.24.0/gemm_perf.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cols{t: tb}
+	dt, M, N, K, lat := c.str("gemm_dtype"), c.num("m"), c.num("n"), c.num("k"), c.num("latency")
+	for _, d := range []string{"bfloat16", "fp8"} {
+		law, _ := co.GEMMFor(d)
+		g := co.GEMMGridFor(d)
+		var lawErr, gridErr float64
+		n := 0
+		for i := range M {
+			if dt[i] != d || !(lat[i] > 0) {
+				continue
+			}
+			p := kernel.GEMMTime(law, M[i], N[i], K[i]) * 1e3
+			row := g.Row(N[i], K[i])
+			j := sort.SearchFloat64s(g.M, M[i])
+			lawErr += math.Abs(p/lat[i] - 1)
+			gridErr += math.Abs(p*row[j]/lat[i] - 1)
+			n++
+		}
+		lawErr, gridErr = 100*lawErr/float64(n), 100*gridErr/float64(n)
+		t.Logf("h100 %s: law MAPE %.1f %%, law × grid %.2f %% over %d rows", d, lawErr, gridErr, n)
+		if gridErr > 1.5 || gridErr > lawErr/4 {
+			t.Errorf("h100 %s: law × grid MAPE %.2f %% (law alone %.1f %%)", d, gridErr, lawErr)
+		}
 	}
 }

@@ -37,17 +37,18 @@ var gemmDtypes = []gemmDtype{
 		note: "16-element groups with fp8 scales"},
 }
 
-func (cf *chipFit) fitGEMM() ([]catalog.GEMMLaw, error) {
+func (cf *chipFit) fitGEMM() ([]catalog.GEMMLaw, []catalog.GEMMGrid, error) {
 	const rel = "gemm/vllm/0.24.0/gemm_perf.parquet"
 	t, file, err := cf.table(rel)
 	if err != nil || t == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &cols{t: t}
 	dt, M, N, K, lat := c.str("gemm_dtype"), c.num("m"), c.num("n"), c.num("k"), c.num("latency")
 	if c.err != nil {
-		return nil, c.err
+		return nil, nil, c.err
 	}
+	gridRows := make([][]int, len(gemmDtypes))
 	y := seconds(lat)
 	// fitOne fits one dtype; t0 > 0 fixes the device latency instead of
 	// fitting it.
@@ -115,6 +116,11 @@ func (cf *chipFit) fitGEMM() ([]catalog.GEMMLaw, error) {
 			}}
 		p, fm, hm := fs.run()
 		set(p, &law)
+		for di := range gemmDtypes {
+			if gemmDtypes[di].name == d.name {
+				gridRows[di] = rows
+			}
+		}
 		scope := join(
 			fmt.Sprintf("gemm_dtype=%s (%s)", d.name, orDefault(d.note, "torch linear")),
 			fmt.Sprintf("m %g..%g, n %g..%g, k %g..%g over %d distinct (n,k)", minOf(M, rows), maxOf(M, rows), minOf(N, rows), maxOf(N, rows), minOf(K, rows), maxOf(K, rows), shapes),
@@ -141,7 +147,7 @@ func (cf *chipFit) fitGEMM() ([]catalog.GEMMLaw, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t0 := 0.0
 	for _, l := range laws {
@@ -152,17 +158,87 @@ func (cf *chipFit) fitGEMM() ([]catalog.GEMMLaw, error) {
 	for di, d := range gemmDtypes {
 		if d.hostFloor {
 			if laws[di], err = fitOne(d, t0); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	var out []catalog.GEMMLaw
-	for _, l := range laws {
+	var grids []catalog.GEMMGrid
+	for di, l := range laws {
 		if l != nil {
 			out = append(out, *l)
+			grids = append(grids, gemmGrid(l, gridRows[di], M, N, K, y))
 		}
 	}
-	return out, nil
+	return out, grids, nil
+}
+
+// gemmGrid is the law's residual on the table's m × n × k grid: the mean
+// ln(measured/law) of each cell's rows (fitted and held-out alike: the grid
+// is a lookup of what was measured), cells without rows filled along m
+// within their (n, k) row by linear interpolation in log m (the nearest
+// measured m beyond the ends; 0 for a row with no measurement).
+func gemmGrid(l *catalog.GEMMLaw, rows []int, M, N, K, y []float64) catalog.GEMMGrid {
+	axis := func(x []float64) []float64 {
+		seen := map[float64]bool{}
+		var out []float64
+		for _, r := range rows {
+			if !seen[x[r]] {
+				seen[x[r]] = true
+				out = append(out, x[r])
+			}
+		}
+		sort.Float64s(out)
+		return out
+	}
+	g := catalog.GEMMGrid{Dtype: l.Dtype, M: axis(M), N: axis(N), K: axis(K)}
+	nm, nk := len(g.M), len(g.K)
+	sum := make([]float64, len(g.N)*nk*nm)
+	cnt := make([]int, len(sum))
+	idx := func(axis []float64, x float64) int { return sort.SearchFloat64s(axis, x) }
+	for _, r := range rows {
+		c := (idx(g.N, N[r])*nk+idx(g.K, K[r]))*nm + idx(g.M, M[r])
+		sum[c] += math.Log(y[r] / kernel.GEMMTime(l, M[r], N[r], K[r]))
+		cnt[c]++
+	}
+	g.Res = make([]int16, len(sum))
+	lm := make([]float64, nm)
+	for i, m := range g.M {
+		lm[i] = math.Log(m)
+	}
+	v := make([]float64, nm)
+	for row := 0; row < len(g.N)*nk; row++ {
+		var have []int
+		for m := 0; m < nm; m++ {
+			if c := row*nm + m; cnt[c] > 0 {
+				v[m] = sum[c] / float64(cnt[c])
+				have = append(have, m)
+			}
+		}
+		for m := 0; m < nm; m++ {
+			if cnt[row*nm+m] > 0 {
+				continue
+			}
+			v[m] = 0
+			j := sort.SearchInts(have, m)
+			switch {
+			case len(have) == 0:
+			case j == 0:
+				v[m] = v[have[0]]
+			case j == len(have):
+				v[m] = v[have[len(have)-1]]
+			default:
+				a, b := have[j-1], have[j]
+				w := (lm[m] - lm[a]) / (lm[b] - lm[a])
+				v[m] = (1-w)*v[a] + w*v[b]
+			}
+		}
+		for m := 0; m < nm; m++ {
+			q := math.Round(v[m] * catalog.GEMMGridScale)
+			g.Res[row*nm+m] = int16(math.Max(math.MinInt16, math.Min(math.MaxInt16, q)))
+		}
+	}
+	return g
 }
 
 func heldRule(what string) string {

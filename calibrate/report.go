@@ -99,6 +99,10 @@ func (r *Report) Files() (map[string][]byte, error) {
 			return nil, err
 		}
 		out[ch.Coeffs.Chip+".yaml"] = data
+		if len(ch.Coeffs.GEMMGrids) > 0 {
+			src := fmt.Sprintf("Written by %s from data/ops/%s/gemm/vllm/0.24.0/gemm_perf.parquet against the GEMM laws of %s.yaml; do not edit.", Generator, ch.Dir, ch.Coeffs.Chip)
+			out[catalog.GEMMGridFile(ch.Coeffs.Chip)] = catalog.MarshalGEMMGrids(ch.Coeffs.Chip, src, ch.Coeffs.GEMMGrids)
+		}
 	}
 	return out, nil
 }

@@ -188,6 +188,9 @@ type Coefficients struct {
 	// CoefficientsFrom), resolved against this chip's peaks; "" when the
 	// laws were fitted on this chip's own tables.
 	BorrowedFrom string `yaml:"-"`
+	// GEMMGrids are the GEMM laws' residual grids (<chip>.gemm-grid.txt),
+	// shared read-only between copies.
+	GEMMGrids []GEMMGrid `yaml:"-"`
 }
 
 // GEMMFor returns the GEMM law for a weight dtype.
@@ -575,6 +578,9 @@ func loadCoefficients(fsys fs.FS) coeffRegistry {
 	}
 	for _, c := range all {
 		r.byChip[c.Chip] = c
+	}
+	if err := loadGEMMGrids(fsys, r.byChip); err != nil {
+		return coeffRegistry{err: err}
 	}
 	return r
 }

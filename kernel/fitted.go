@@ -79,7 +79,8 @@ type term struct {
 	name  string
 
 	gemm    *catalog.GEMMLaw
-	batch   float64 // per-head batched GEMMs (MLA absorb)
+	grid    *gridRow // the law's measured residual at this (n, k); nil: none
+	batch   float64  // per-head batched GEMMs (MLA absorb)
 	n, k    float64
 	dec     *catalog.AttnDecodeLaw
 	pre     *catalog.AttnPrefillLaw
@@ -111,6 +112,7 @@ type fitted struct {
 	async          bool
 	captureSizes   []int
 	subs           []string
+	grids          bool // some GEMM term has a residual grid
 	hostGraphed    time.Duration
 	hostPiecewise  time.Duration
 	hostEager      time.Duration
@@ -182,6 +184,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	f.grids = len(r.grids) > 0
 	sort.Strings(f.subs)
 	return f, nil
 }
@@ -212,10 +215,62 @@ func (f *fitted) Substitutions() []string { return f.subs }
 
 // resolver turns graph operators into priced terms.
 type resolver struct {
-	d   Deployment
-	co  *catalog.Coefficients
-	f   *fitted
-	err error
+	d     Deployment
+	co    *catalog.Coefficients
+	f     *fitted
+	err   error
+	grids map[gridKey]*gridRow
+}
+
+type gridKey struct {
+	dtype string
+	n, k  float64
+}
+
+// gridRow is a GEMM law's measured residual at one (n, k) over the grid's
+// m axis: the factor measured/law, interpolated in log m at step time.
+type gridRow struct {
+	logM []float64 // ln of the grid's m values, ascending
+	r    []float64
+}
+
+// at returns the factor at ln m, linear in log m between grid points and
+// clamped at the ends.
+func (g *gridRow) at(lm float64) float64 {
+	n := len(g.logM)
+	if lm <= g.logM[0] {
+		return g.r[0]
+	}
+	if lm >= g.logM[n-1] {
+		return g.r[n-1]
+	}
+	i := sort.SearchFloat64s(g.logM, lm)
+	if g.logM[i] == lm {
+		return g.r[i]
+	}
+	w := (lm - g.logM[i-1]) / (g.logM[i] - g.logM[i-1])
+	return g.r[i-1] + w*(g.r[i]-g.r[i-1])
+}
+
+// gemmGrid returns the shared residual row of a GEMM law at (n, k).
+func (r *resolver) gemmGrid(l *catalog.GEMMLaw, n, k float64) *gridRow {
+	g := r.co.GEMMGridFor(l.Dtype)
+	if g == nil {
+		return nil
+	}
+	key := gridKey{l.Dtype, n, k}
+	if row, ok := r.grids[key]; ok {
+		return row
+	}
+	row := &gridRow{logM: make([]float64, len(g.M)), r: g.Row(n, k)}
+	for i, m := range g.M {
+		row.logM[i] = math.Log(m)
+	}
+	if r.grids == nil {
+		r.grids = map[gridKey]*gridRow{}
+	}
+	r.grids[key] = row
+	return row
 }
 
 func (r *resolver) sub(format string, args ...any) {
@@ -345,6 +400,7 @@ func (r *resolver) add(op catalog.Op, count float64) {
 		if t.gemm = r.gemmLaw(op.Dtype); t.gemm == nil {
 			return
 		}
+		t.grid = r.gemmGrid(t.gemm, t.n, t.k)
 	case catalog.OpAttention:
 		a := op.Attn
 		heads := float64(a.Heads) / float64(tp)
@@ -475,17 +531,22 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 	pairs := math.Max(b.PrefillAttnPairs, 0)
 	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
 
+	// ln m of the four row sets, for the GEMM residual grids.
+	var lnT, lnS, lnP, lnD float64
+	if f.grids {
+		lnT, lnS, lnP, lnD = logPos(T), logPos(sampled), logPos(pre), logPos(dec)
+	}
 	var compute, memory, comm float64
 	for i := range f.terms {
 		t := &f.terms[i]
-		m := T
+		m, lm := T, lnT
 		switch t.rows {
 		case rowsSampled:
-			m = sampled
+			m, lm = sampled, lnS
 		case rowsPrefill:
-			m = pre
+			m, lm = pre, lnP
 		case rowsDecode:
-			m = dec
+			m, lm = dec, lnD
 		}
 		if m <= 0 {
 			continue
@@ -497,6 +558,9 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 				s = GEMMDeviceTime(t.gemm, m, t.n, t.k)
 			} else {
 				s = GEMMTime(t.gemm, m, t.n, t.k)
+			}
+			if t.grid != nil {
+				s *= t.grid.at(lm)
 			}
 			compute += t.count * t.batch * s
 		case termAttn:
@@ -586,4 +650,11 @@ func backendLaws(backend, dtype string) []string {
 		return nil
 	}
 	return []string{dtype + "_" + backend}
+}
+
+func logPos(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	return math.Log(x)
 }

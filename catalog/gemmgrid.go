@@ -1,0 +1,280 @@
+package catalog
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// GEMMGrid is what a fitted GEMM law leaves unexplained, shape by shape:
+// ln(measured/law) on the measured table's own grid of m × n × k (the
+// aiconfigurator GEMM collection times every n and k of one list at every
+// m of another). A law with a few parameters cannot follow how a real
+// kernel's efficiency depends on its exact shape (tile quantisation, split
+// k, which CUTLASS/cuBLAS kernel wins): on H100 fp8 the law is within 2 %
+// on average for large GEMMs yet 20–30 % slow on Llama-3.1-70B's TP8 MLP
+// shapes. The pricer multiplies the law by exp of this residual,
+// interpolated in log m, log n and log k, so a measured shape costs what
+// was measured and an unmeasured one what its neighbours suggest.
+type GEMMGrid struct {
+	Dtype   string
+	M, N, K []float64 // ascending axes
+	// Res holds round(GEMMGridScale · ln(measured/law)) with the row of
+	// shape (N[i], K[j]) at (i·len(K)+j)·len(M); cells the table did not
+	// measure are interpolated along m within their row.
+	Res []int16
+}
+
+// GEMMGridScale is the fixed-point scale of GEMMGrid.Res: 1/500 in log
+// ratio, 0.2 %.
+const GEMMGridScale = 500
+
+// Row returns measured/law for every m of the grid at shape (n, k):
+// bilinear in log n and log k between the four surrounding grid shapes,
+// clamped to the grid's edges.
+func (g *GEMMGrid) Row(n, k float64) []float64 {
+	i0, i1, wn := bracket(g.N, n)
+	j0, j1, wk := bracket(g.K, k)
+	out := make([]float64, len(g.M))
+	nm := len(g.M)
+	at := func(i, j, m int) float64 { return float64(g.Res[(i*len(g.K)+j)*nm+m]) / GEMMGridScale }
+	for m := range out {
+		v := (1-wn)*((1-wk)*at(i0, j0, m)+wk*at(i0, j1, m)) + wn*((1-wk)*at(i1, j0, m)+wk*at(i1, j1, m))
+		out[m] = math.Exp(v)
+	}
+	return out
+}
+
+// bracket finds x's neighbours on an ascending axis and its weight towards
+// the upper one, in log space; outside the axis it clamps to the end.
+func bracket(axis []float64, x float64) (lo, hi int, w float64) {
+	n := len(axis)
+	if x <= axis[0] {
+		return 0, 0, 0
+	}
+	if x >= axis[n-1] {
+		return n - 1, n - 1, 0
+	}
+	hi = sort.SearchFloat64s(axis, x)
+	if axis[hi] == x {
+		return hi, hi, 0
+	}
+	lo = hi - 1
+	return lo, hi, math.Log(x/axis[lo]) / math.Log(axis[hi]/axis[lo])
+}
+
+// GEMMGridFor returns the residual grid of a GEMM law's dtype, or nil.
+func (c *Coefficients) GEMMGridFor(dtype string) *GEMMGrid {
+	for i := range c.GEMMGrids {
+		if c.GEMMGrids[i].Dtype == dtype {
+			return &c.GEMMGrids[i]
+		}
+	}
+	return nil
+}
+
+// GEMMGridFile is the file name of a chip's residual grids.
+func GEMMGridFile(chip string) string { return chip + ".gemm-grid.txt" }
+
+// MarshalGEMMGrids writes a chip's grids in the embedded file's form: a
+// header naming the source, then per dtype its axes and one line per
+// (n, k) row. The same grids give the same bytes.
+func MarshalGEMMGrids(chip, source string, grids []GEMMGrid) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# GEMM residual grids for %s: round(%d · ln(measured/law)) per (n, k) row over m.\n", chip, GEMMGridScale)
+	fmt.Fprintf(&b, "# %s\n", source)
+	fmt.Fprintf(&b, "chip %s\n", chip)
+	axis := func(name string, xs []float64) {
+		b.WriteString(name)
+		for _, x := range xs {
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+		}
+		b.WriteByte('\n')
+	}
+	for _, g := range grids {
+		fmt.Fprintf(&b, "grid %s\n", g.Dtype)
+		axis("m", g.M)
+		axis("n", g.N)
+		axis("k", g.K)
+		nm := len(g.M)
+		for i, n := range g.N {
+			for j, k := range g.K {
+				fmt.Fprintf(&b, "r %g %g", n, k)
+				for _, v := range g.Res[(i*len(g.K)+j)*nm : (i*len(g.K)+j+1)*nm] {
+					b.WriteByte(' ')
+					b.WriteString(strconv.Itoa(int(v)))
+				}
+				b.WriteByte('\n')
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+// ParseGEMMGrids reads a grid file strictly; errors name the file and line.
+func ParseGEMMGrids(name string, data []byte) (chip string, grids []GEMMGrid, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	line := 0
+	fail := func(format string, args ...any) (string, []GEMMGrid, error) {
+		return "", nil, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+	}
+	var g *GEMMGrid
+	var rowsSeen []bool
+	finish := func() error {
+		if g == nil {
+			return nil
+		}
+		if g.M == nil || g.N == nil || g.K == nil {
+			return fmt.Errorf("%s:%d: grid %s: axes m, n and k must all come before its rows", name, line, g.Dtype)
+		}
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Fields(text)
+		switch f[0] {
+		case "chip":
+			if len(f) != 2 || chip != "" {
+				return fail("want one \"chip NAME\" line")
+			}
+			chip = f[1]
+		case "grid":
+			if len(f) != 2 || chip == "" {
+				return fail("want \"grid DTYPE\" after the chip line")
+			}
+			if err := finish(); err != nil {
+				return "", nil, err
+			}
+			grids = append(grids, GEMMGrid{Dtype: f[1]})
+			g = &grids[len(grids)-1]
+		case "m", "n", "k":
+			if g == nil {
+				return fail("axis %s before any grid", f[0])
+			}
+			var xs []float64
+			for _, s := range f[1:] {
+				x, err := strconv.ParseFloat(s, 64)
+				if err != nil || !(x >= 1) || math.IsInf(x, 0) || (len(xs) > 0 && x <= xs[len(xs)-1]) {
+					return fail("axis %s: %q: want ascending numbers ≥ 1", f[0], s)
+				}
+				xs = append(xs, x)
+			}
+			if len(xs) == 0 {
+				return fail("axis %s is empty", f[0])
+			}
+			switch f[0] {
+			case "m":
+				g.M = xs
+			case "n":
+				g.N = xs
+			case "k":
+				g.K = xs
+			}
+			if g.M != nil && g.N != nil && g.K != nil {
+				if len(g.M)*len(g.N)*len(g.K) > 1<<24 {
+					return fail("grid %s: %d×%d×%d cells: too many", g.Dtype, len(g.M), len(g.N), len(g.K))
+				}
+				g.Res = make([]int16, len(g.M)*len(g.N)*len(g.K))
+				rowsSeen = make([]bool, len(g.N)*len(g.K))
+			}
+		case "r":
+			if g == nil || g.Res == nil {
+				return fail("row before grid %s's axes", gridName(g))
+			}
+			if len(f) != 3+len(g.M) {
+				return fail("row: want n, k and %d values, got %d fields", len(g.M), len(f)-1)
+			}
+			n, err1 := strconv.ParseFloat(f[1], 64)
+			k, err2 := strconv.ParseFloat(f[2], 64)
+			i, j := indexOf(g.N, n), indexOf(g.K, k)
+			if err1 != nil || err2 != nil || i < 0 || j < 0 {
+				return fail("row: shape %s×%s is not on the grid's n and k axes", f[1], f[2])
+			}
+			if rowsSeen[i*len(g.K)+j] {
+				return fail("row: shape %s×%s given twice", f[1], f[2])
+			}
+			rowsSeen[i*len(g.K)+j] = true
+			base := (i*len(g.K) + j) * len(g.M)
+			for c, s := range f[3:] {
+				v, err := strconv.Atoi(s)
+				if err != nil || v < math.MinInt16 || v > math.MaxInt16 {
+					return fail("row %s×%s: value %q: want an integer in [%d, %d]", f[1], f[2], s, math.MinInt16, math.MaxInt16)
+				}
+				g.Res[base+c] = int16(v)
+			}
+		default:
+			return fail("unknown line kind %q: allowed: chip, grid, m, n, k, r", f[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if err := finish(); err != nil {
+		return "", nil, err
+	}
+	if chip == "" {
+		return "", nil, fmt.Errorf("%s: no \"chip NAME\" line", name)
+	}
+	for _, g := range grids {
+		if g.Res == nil {
+			return "", nil, fmt.Errorf("%s: grid %s has no axes", name, g.Dtype)
+		}
+	}
+	return chip, grids, nil
+}
+
+func gridName(g *GEMMGrid) string {
+	if g == nil {
+		return "(none)"
+	}
+	return g.Dtype
+}
+
+func indexOf(axis []float64, x float64) int {
+	i := sort.SearchFloat64s(axis, x)
+	if i < len(axis) && axis[i] == x {
+		return i
+	}
+	return -1
+}
+
+// loadGEMMGrids attaches every embedded grid file to its chip's laws.
+func loadGEMMGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
+	files, err := fs.Glob(fsys, "coeffs/*.gemm-grid.txt")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return err
+		}
+		chip, grids, err := ParseGEMMGrids(path.Base(f), data)
+		if err != nil {
+			return err
+		}
+		c, ok := byChip[chip]
+		if !ok {
+			return fmt.Errorf("%s: chip %q has no coefficient file", f, chip)
+		}
+		for _, g := range grids {
+			if _, err := c.GEMMFor(g.Dtype); err != nil {
+				return fmt.Errorf("%s: grid %s: %v", f, g.Dtype, err)
+			}
+		}
+		c.GEMMGrids = grids
+	}
+	return nil
+}
