@@ -258,9 +258,9 @@ func TestRecordedErrorsStayBounded(t *testing.T) {
 	}
 }
 
-// The law times its residual grid reproduces the measured GEMM table: the
-// grid is a lookup of what was measured, off only by its 0.2 % steps and by
-// averaging repeated rows of one cell.
+// The law times its residual grid reproduces the measured GEMM table up to
+// the grid's running median along m (which drops isolated cells) and its
+// 0.2 % steps.
 func TestGEMMGridReproducesTheTable(t *testing.T) {
 	co, err := catalog.LookupCoefficients("h100")
 	if err != nil {
@@ -290,7 +290,7 @@ func TestGEMMGridReproducesTheTable(t *testing.T) {
 		}
 		lawErr, gridErr = 100*lawErr/float64(n), 100*gridErr/float64(n)
 		t.Logf("h100 %s: law MAPE %.1f %%, law × grid %.2f %% over %d rows", d, lawErr, gridErr, n)
-		if gridErr > 1.5 || gridErr > lawErr/4 {
+		if gridErr > 4 || gridErr > lawErr/2 {
 			t.Errorf("h100 %s: law × grid MAPE %.2f %% (law alone %.1f %%)", d, gridErr, lawErr)
 		}
 	}
