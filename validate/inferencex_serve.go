@@ -165,9 +165,9 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "enable-prefix-caching", Value: "false"},
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
 			{Flag: "moe-backend", Value: "marlin", Why: "VLLM_MXFP4_USE_MARLIN=1 in the script's environment"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
-		Unmodelled: []string{"async scheduling not set (v0.18 default: unconfirmed)"},
-		Source:     "benchmarks/single_node/gptoss_fp4_h100.sh @ 79a42e20 (same-day change)",
+		Source: "benchmarks/single_node/gptoss_fp4_h100.sh @ 79a42e20 (same-day change)",
 	},
 	{
 		Key: "gptoss-b200-v0.10", Model: "openai/gpt-oss-120b", System: "b200_sxm", Precision: "fp4", Version: "",
@@ -201,6 +201,7 @@ var inferenceXServe = []ServeRecipe{
 			noPrefix,
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
 			{Flag: "moe-backend", Value: "flashinfer-mxfp8", Why: "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 in the script's environment"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"compilation passes fuse_allreduce_rms + eliminate_noops"},
 		Source:     "benchmarks/single_node/gptoss_fp4_b200.sh @ 8944a358 (same-day change)",
@@ -216,6 +217,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "enable-prefix-caching", Value: "true", Why: "not set in the script (vLLM default on) until 2026-03-27"},
 			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
 			{Flag: "moe-backend", Value: "triton", Why: "VLLM_USE_FLASHINFER_MOE_FP8=0 and VLLM_MOE_USE_DEEP_GEMM=0 in the script's environment"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--enable-expert-parallel (always on: the script tests EP_SIZE ≥ 1)"},
 		Source:     "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ 64c20b6b (same-day change 2026-03-11)",
@@ -231,6 +233,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "enable-prefix-caching", Value: "false"},
 			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
 			{Flag: "moe-backend", Value: "triton", Why: "VLLM_USE_FLASHINFER_MOE_FP8=0 and VLLM_MOE_USE_DEEP_GEMM=0 in the script's environment"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--enable-expert-parallel (always on: the script tests EP_SIZE ≥ 1)"},
 		Source:     "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ 626932a1",
@@ -247,6 +250,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
 			noPrefix,
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--stream-interval 20",
 			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-03) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-22)", "--enable-expert-parallel when ep > 1"},
@@ -264,6 +268,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
 			noPrefix,
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--stream-interval 20",
 			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-17) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-21)", "--enable-expert-parallel when ep > 1"},
@@ -279,6 +284,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
 			noPrefix,
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--stream-interval 20", "VLLM_FLOAT32_MATMUL_PRECISION=high (04-22)", "--enable-expert-parallel when ep > 1"},
 		Source:     "benchmarks/single_node/minimaxm2.5_fp4_b200.sh @ 49db2008 (2026-04-08) / 8c3eb5b8 (2026-04-22)",
@@ -293,6 +299,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "max-model-len", Value: "GEN", Why: srcGen},
 			noPrefix,
 			{Flag: "max-cudagraph-capture-size", Value: "2048"},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--stream-interval 20", "VLLM_FLOAT32_MATMUL_PRECISION=high (04-21)", "--enable-expert-parallel when ep > 1"},
 		Source:     "benchmarks/single_node/minimaxm2.5_fp4_b300.sh @ 77b259a5 (same-day change)",
@@ -308,6 +315,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "max-num-batched-tokens", Value: "2*ISL", Assumed: true},
 			{Flag: "max-model-len", Value: "GEN", Assumed: true},
 			{Flag: "enable-prefix-caching", Value: "false", Assumed: true},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Source: "none in main (wip=True, unmerged PR branch); the 0.19.0 B300 FP8 recipe is reused",
 	},
@@ -327,6 +335,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "enable-prefix-caching", Value: "true", Assumed: true,
 				Why: "the script passes no prefix-caching flag (read at a later commit, 34bc7c40), so vLLM's default (on) applies; not confirmed at 626932a1"},
 			{Flag: "compilation-config", Value: `{"cudagraph_mode":"PIECEWISE"}`},
+			{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
 		},
 		Unmodelled: []string{"--enable-expert-parallel (EP_SIZE 4)"},
 		Source:     "benchmarks/single_node/minimaxm2.5_fp8_h100.sh @ 626932a1",
@@ -424,3 +433,10 @@ func genMargin(date string) int {
 	}
 	return 200
 }
+
+// asyncDefault is why recipes of vLLM ≥ 0.15 that do not pass
+// --async-scheduling get it: vLLM turned async scheduling on by default in
+// its Q4-2025 async-scheduling plan (vllm#27679, item vllm#27614), and
+// vllm#31998 (2026-01-08) extended that default to speculative decoding;
+// 0.21 and 0.24 are documented default-on. Assumed, not read from the runs.
+const asyncDefault = "not passed by the script: vLLM's default since async scheduling became default-on (vllm#27614, before v0.15)"
