@@ -470,7 +470,7 @@ func encodeInferencePerf(r *Result, run *RunInfo) (perRequest, summary, stage []
 	if len(reqs) == 0 {
 		return perRequest, nil, nil
 	}
-	summary = enc(ipSummary(reqs, nil, nil))
+	summary = encodeIPSummary(reqs)
 	var rate *float64
 	if !math.IsInf(r.RequestRate, 0) && !math.IsNaN(r.RequestRate) && r.RequestRate > 0 {
 		rate = &r.RequestRate
@@ -481,6 +481,13 @@ func encodeInferencePerf(r *Result, run *RunInfo) (perRequest, summary, stage []
 	}
 	stage = enc(ipSummary(reqs, rate, conc))
 	return perRequest, summary, stage
+}
+
+// encodeIPSummary renders the summary report of reqs.
+func encodeIPSummary(reqs []*ipReq) []byte {
+	var b bytes.Buffer
+	encodeJSON(&b, ipSummary(reqs, nil, nil), pyJSONIndent2)
+	return b.Bytes()
 }
 
 // writeInferencePerf writes the report files into dir with write.

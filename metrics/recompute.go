@@ -40,6 +40,8 @@ var RecomputeFormulas = map[string]string{
 		"output throughput = total output tokens / the file's duration",
 	FormatGuideLLM: "guidellm's DistributionSummary (from_values, rate and concurrency distributions) " +
 		"over the successful requests' timings",
+	FormatInferencePerf: "inference-perf's summarize (np.mean, np.percentile linear, 50th as median) over the " +
+		"successful requests; TTFT = first token time - start, TPOT = (last - first token time) / (output tokens - 1)",
 }
 
 // RecomputeAggregates recomputes the run's main published aggregates (the
@@ -59,8 +61,36 @@ func RecomputeAggregates(run *MeasuredRun) []Recomputed {
 		return recomputeVLLM(run)
 	case FormatGuideLLM:
 		return recomputeGuideLLM(run)
+	case FormatInferencePerf:
+		return recomputeInferencePerf(run)
 	}
 	return nil
+}
+
+// ipBound are the inference-perf summary values the records determine
+// exactly (a chunk's tokens share its arrival time, so the per-token ITL
+// statistics of a file that kept per-token times are not rebuilt).
+var ipBound = regexp.MustCompile(`^summary\.successes\.(count|latency\.(request_latency|time_to_first_token|time_per_output_token)\.(mean|median|p90|p99))$`)
+
+func recomputeInferencePerf(run *MeasuredRun) []Recomputed {
+	r, ri := resultFromRecords(run.Requests)
+	ri.EpochUnixNano = 0
+	sum, err := parseInferencePerfFile(InferencePerfSummaryFile, encodeIPSummary(ipRequests(r, ri)))
+	if err != nil {
+		return nil
+	}
+	var out []Recomputed
+	for _, p := range run.Metrics {
+		if !ipBound.MatchString(p.Name) {
+			continue
+		}
+		rec := math.NaN()
+		if m, ok := sum.Metric(p.Name); ok {
+			rec = m.Value
+		}
+		out = append(out, Recomputed{Name: p.Name, Unit: p.Unit, Published: p.Value, Recomputed: rec})
+	}
+	return out
 }
 
 // bindStats are the aiperf statistics bound, per metric tag.

@@ -16,6 +16,11 @@ import (
 // exportRun simulates s as `blis run --export aiperf` does and writes the
 // aiperf export into dir; it returns BLIS's KV pool.
 func exportRun(t *testing.T, s scenario.Scenario, dir string) int {
+	return exportRunAs(t, s, dir, metrics.FormatAIPerf)
+}
+
+// exportRunAs is exportRun in another export format.
+func exportRunAs(t *testing.T, s scenario.Scenario, dir, format string) int {
 	t.Helper()
 	res, err := s.Resolve()
 	if err != nil {
@@ -32,7 +37,7 @@ func exportRun(t *testing.T, s scenario.Scenario, dir string) int {
 	sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID,
 		NumPrompts: s.NumPrompts, RequestRate: s.RequestRate, Burstiness: s.Burstiness, MaxConcurrency: s.MaxConcurrency,
 		GPUKVCacheTokens: res.Memory.KVTokens})
-	if _, err := metrics.Export(dir, []string{metrics.FormatAIPerf}, sum, metrics.RunInfo{Model: res.Model.ID,
+	if _, err := metrics.Export(dir, []string{format}, sum, metrics.RunInfo{Model: res.Model.ID,
 		Chip: "H100", TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, Seed: s.Seed}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,5 +270,52 @@ func TestArmVerdictRule(t *testing.T) {
 	}
 	if got := Sentence([]string{"a", "b", "c"}); got != "a; b; and c" {
 		t.Errorf("Sentence: %q", got)
+	}
+}
+
+// inference-perf report directories are measured inputs too: BLIS's own
+// inference-perf export, validated against itself, scores 0 everywhere.
+func TestRoundTripInferencePerf(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []int{1, 4} {
+		s := scenario.Defaults()
+		s.Model, s.Hardware, s.MaxNumSeqs, s.EnablePrefixCaching = "meta-llama/Llama-3.1-8B", "h100", 64, false
+		s.DatasetName, s.RandomInputLen, s.RandomOutputLen, s.NumPrompts, s.Seed = "random", 128, 32, 40, 1
+		s.MaxConcurrency = c
+		exportRunAs(t, s, filepath.Join(dir, fmt.Sprintf("c%d", c)), metrics.FormatInferencePerf)
+	}
+	man := strings.NewReplacer("format: aiperf", "format: inference-perf", "    server-log: server.log\n", "").
+		Replace(fmt.Sprintf(roundTripManifest, PairByOrder))
+	m, err := ParseManifest(filepath.Join(dir, "ip.yaml"), []byte(man))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := BuildPage(m, PageOptions{Version: "test", Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := pg.Arms[0]
+	if len(a.Population) == 0 {
+		t.Fatal("no metric compared")
+	}
+	for _, mp := range a.Population {
+		if mp.MAPE > 1e-9 {
+			t.Errorf("%s: %+v", mp.Metric, mp.PopStats)
+		}
+	}
+	if a.Pairing == nil || len(a.Pairing.Levels) != 2 || a.Pairing.Levels[0].Pairs != 40 {
+		t.Fatalf("pairing %+v", a.Pairing)
+	}
+	if len(a.Inputs) != 2 || !strings.Contains(a.Inputs[0], "inference-perf") {
+		t.Errorf("inputs %q", a.Inputs)
+	}
+	// The summary binds to the per-request records.
+	if len(a.Binding) != 2 {
+		t.Fatalf("binding %+v", a.Binding)
+	}
+	for _, lb := range a.Binding {
+		if lb.Verdict != Bound || len(lb.Rows) < 10 {
+			t.Errorf("level binding %s, %d rows: %+v", lb.Verdict, len(lb.Rows), lb.Rows)
+		}
 	}
 }
