@@ -213,9 +213,10 @@ var (
 )
 
 func ipLabel(errType, msg string) string {
-	if code, ok := strings.CutPrefix(errType, "HTTP Error "); ok {
+	if strings.HasPrefix(errType, "HTTP Error ") {
+		// The status code is the last field ("HTTP Error 400").
 		f := strings.Fields(errType)
-		code = f[len(f)-1]
+		code := f[len(f)-1]
 		if l, ok := ipHTTPCodes[code]; ok {
 			return code + " - " + l
 		}
