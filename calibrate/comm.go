@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"blis/catalog"
@@ -130,10 +131,46 @@ func fitCommOp(op, impl, file, note string, rows []int, n, bytes, y []float64) (
 		}}
 	p, fm, hm := fs.run()
 	set(p, &law)
+	// The measured times themselves, per group size and message size (the
+	// mean of repeated rows), which the pricer interpolates.
+	type cell struct {
+		sum float64
+		n   int
+	}
+	cells := make([]map[float64]*cell, len(gpus))
+	for i := range cells {
+		cells[i] = map[float64]*cell{}
+	}
+	for _, r := range rows {
+		c := cells[idx[int(n[r])]][bytes[r]]
+		if c == nil {
+			c = &cell{}
+			cells[idx[int(n[r])]][bytes[r]] = c
+		}
+		c.sum += y[r]
+		c.n++
+	}
+	for i := range gpus {
+		var sizes []float64
+		for b := range cells[i] {
+			sizes = append(sizes, b)
+		}
+		sort.Float64s(sizes)
+		// A larger message never takes less time (NCCL would pick the
+		// smaller message's algorithm for it): a noisy dip is raised to
+		// the running maximum, so interpolation stays monotone.
+		top := 0.0
+		for _, b := range sizes {
+			c := cells[i][b]
+			top = math.Max(top, catalog.RoundSig(c.sum/float64(c.n), 6))
+			law.Points[i].Measured = append(law.Points[i].Measured, catalog.CommSample{Bytes: b, Seconds: top})
+		}
+	}
 	scope := join(
 		fmt.Sprintf("op_name=%s, %s", op, note),
 		fmt.Sprintf("group sizes %v, messages %g..%g bytes (%d distinct)", gpus, minOf(bytes, rows), maxOf(bytes, rows), shapes),
 		heldRule("message size in bytes"),
+		"the fit and held-out MAPEs are the affine law's; the pricer interpolates the measured times (kept per group size) and uses the law beyond the largest message",
 	)
 	law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 	return law, nil

@@ -167,6 +167,18 @@ type CommPoint struct {
 	// BW is the effective bytes per second of the message (bytes / BW is
 	// the size-proportional part of the time).
 	BW float64 `yaml:"bw"`
+	// Measured are the table's own timings at this group size, by message
+	// size (the mean of repeated rows), ascending: an affine law misses
+	// NCCL's protocol switches and its bandwidth still rising at hundreds
+	// of MB, so kernel.CommTime interpolates these and uses Alpha + bytes/BW
+	// only beyond the largest.
+	Measured []CommSample `yaml:"measured,omitempty"`
+}
+
+// CommSample is one measured message size and its time.
+type CommSample struct {
+	Bytes   float64 `yaml:"bytes"`
+	Seconds float64 `yaml:"s"`
 }
 
 // Coefficients is one chip's fitted laws.
@@ -482,6 +494,14 @@ func (c *Coefficients) validate(file string) error {
 			last = pt.GPUs
 			k.num(q+".alpha_s", pt.Alpha, 0, maxSeconds)
 			k.num(q+".bw", pt.BW, 1, 1e15)
+			for m, s := range pt.Measured {
+				r := fmt.Sprintf("%s.measured[%d]", q, m)
+				k.num(r+".bytes", s.Bytes, 1, 1e15)
+				k.num(r+".s", s.Seconds, 1e-9, maxSeconds)
+				if m > 0 && s.Bytes <= pt.Measured[m-1].Bytes {
+					k.failf(r+".bytes", "%g: want message sizes in increasing order", s.Bytes)
+				}
+			}
 		}
 		k.prov(p+".provenance", l.Provenance)
 	}
@@ -668,6 +688,9 @@ func (c *Coefficients) clone() *Coefficients {
 	d.Comm = append([]CommLaw(nil), c.Comm...)
 	for i := range d.Comm {
 		d.Comm[i].Points = append([]CommPoint(nil), c.Comm[i].Points...)
+		for j := range d.Comm[i].Points {
+			d.Comm[i].Points[j].Measured = append([]CommSample(nil), c.Comm[i].Points[j].Measured...)
+		}
 		d.Comm[i].Provenance = d.Comm[i].Provenance.clone()
 	}
 	return &d

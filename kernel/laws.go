@@ -262,9 +262,11 @@ func MoETime(l *catalog.MoELaw, s MoEShape) float64 {
 
 // CommTime prices one collective of bytes (the message each rank
 // contributes, as nccl-tests and vLLM's custom all-reduce size it) over a
-// group of gpus: Alpha + bytes/BW of the law's point for that group size.
-// A group size without a point takes the nearest measured one (the larger
-// on a tie); one GPU costs nothing.
+// group of gpus, at the nearest group size the tables measured (the larger
+// on a tie; one GPU costs nothing): between measured message sizes,
+// log-log interpolation of the measured times; below the smallest, its
+// time; beyond the largest, that time plus the extra bytes at the law's
+// bandwidth. A point without measurements is the affine law Alpha + bytes/BW.
 func CommTime(l *catalog.CommLaw, gpus int, bytes float64) float64 {
 	if gpus <= 1 || len(l.Points) == 0 {
 		return 0
@@ -277,7 +279,29 @@ func CommTime(l *catalog.CommLaw, gpus int, bytes float64) float64 {
 		}
 	}
 	p := &l.Points[best]
-	return p.Alpha + math.Max(bytes, 0)/p.BW
+	bytes = math.Max(bytes, 0)
+	ms := p.Measured
+	n := len(ms)
+	switch {
+	case n == 0:
+		return p.Alpha + bytes/p.BW
+	case bytes <= ms[0].Bytes:
+		return ms[0].Seconds
+	case bytes >= ms[n-1].Bytes:
+		return ms[n-1].Seconds + (bytes-ms[n-1].Bytes)/p.BW
+	}
+	lo, hi := 0, n-1
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if ms[mid].Bytes <= bytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	a, b := &ms[lo], &ms[hi]
+	w := math.Log(bytes/a.Bytes) / math.Log(b.Bytes/a.Bytes)
+	return a.Seconds * math.Pow(b.Seconds/a.Seconds, w)
 }
 
 func absInt(x int) int {

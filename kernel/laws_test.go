@@ -160,6 +160,13 @@ func TestCommTime(t *testing.T) {
 	if CommTime(&l, 1, 1e9) != 0 {
 		t.Error("one GPU communicates")
 	}
+	// With measured times: exact at a measured size, log-log between two,
+	// the smallest's time below, the law's bandwidth beyond the largest.
+	l.Points[0].Measured = []catalog.CommSample{{Bytes: 1e3, Seconds: 4e-6}, {Bytes: 1e5, Seconds: 1.6e-5}, {Bytes: 1e7, Seconds: 1e-4}}
+	near(t, "measured", CommTime(&l, 2, 1e5), 1.6e-5)
+	near(t, "between, log-log", CommTime(&l, 2, 1e4), 8e-6)
+	near(t, "below the smallest", CommTime(&l, 2, 10), 4e-6)
+	near(t, "beyond the largest", CommTime(&l, 2, 2e7), 1e-4+1e7/1e11)
 }
 
 // The embedded coefficients' laws are monotone: more work never costs less.
