@@ -55,7 +55,7 @@ func TestEmbeddedCoefficientsAreFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, _ := filepath.Glob(filepath.Join(coeffsDir, "*.yaml"))
-	grids, _ := filepath.Glob(filepath.Join(coeffsDir, "*.gemm-grid.txt"))
+	grids, _ := filepath.Glob(filepath.Join(coeffsDir, "*-grid.txt"))
 	stored = append(stored, grids...)
 	if len(stored) != len(files) {
 		t.Errorf("catalog/coeffs has %d coefficient files, a fresh fit writes %d (%v)", len(stored), len(files), stored)
@@ -292,6 +292,58 @@ func TestGEMMGridReproducesTheTable(t *testing.T) {
 		t.Logf("h100 %s: law MAPE %.1f %%, law × grid %.2f %% over %d rows", d, lawErr, gridErr, n)
 		if gridErr > 4 || gridErr > lawErr/2 {
 			t.Errorf("h100 %s: law × grid MAPE %.2f %% (law alone %.1f %%)", d, gridErr, lawErr)
+		}
+	}
+}
+
+// The MoE law times its residual grid reproduces the measured MoE rows it
+// was fitted on (power-law routing, vLLM 0.24.0) up to the grid's running
+// median along tokens.
+func TestMoEGridReproducesTheTable(t *testing.T) {
+	co, err := catalog.LookupCoefficients("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := ReadTable(filepath.Join(dataDir, "h100_sxm/moe/vllm/0.24.0/moe_perf.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cols{t: tb}
+	ver, dt, dist, kern := c.str("version"), c.str("moe_dtype"), c.str("distribution"), c.str("kernel_source")
+	T, Hd, In, K, E, TP, EP, lat := c.num("num_tokens"), c.num("hidden_size"), c.num("inter_size"), c.num("topk"),
+		c.num("num_experts"), c.num("moe_tp_size"), c.num("moe_ep_size"), c.num("latency")
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	for _, d := range []string{"bfloat16", "fp8_block", "w4a16_mxfp4"} {
+		law, err := co.MoEFor(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := co.MoEGridFor(d)
+		var lawErr, gridErr float64
+		n := 0
+		for i := range T {
+			if dt[i] != d || dist[i] != moeDistribution || ver[i] != "0.24.0" || !(lat[i] > 0) || strings.Contains(kern[i], "situ_as_silu") {
+				continue
+			}
+			p := kernel.MoETime(law, kernel.MoEShape{Tokens: T[i], Hidden: Hd[i], Inter: In[i], TopK: K[i], Experts: E[i], TP: TP[i], EP: EP[i]}) * 1e3
+			row := g.Row(Hd[i], In[i], K[i], E[i], TP[i], EP[i])
+			if row == nil {
+				t.Fatalf("%s: layout %v %v %v %v %v %v has no grid row", d, Hd[i], In[i], K[i], E[i], TP[i], EP[i])
+			}
+			j := sort.SearchFloat64s(g.Tokens, T[i])
+			lawErr += math.Abs(p/lat[i] - 1)
+			gridErr += math.Abs(p*row[j]/lat[i] - 1)
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("h100 %s: no rows", d)
+		}
+		lawErr, gridErr = 100*lawErr/float64(n), 100*gridErr/float64(n)
+		t.Logf("h100 MoE %s: law MAPE %.1f %%, law × grid %.2f %% over %d rows", d, lawErr, gridErr, n)
+		if gridErr > 4 || gridErr > lawErr/2 {
+			t.Errorf("h100 MoE %s: law × grid MAPE %.2f %% (law alone %.1f %%)", d, gridErr, lawErr)
 		}
 	}
 }

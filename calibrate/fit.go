@@ -145,7 +145,7 @@ func fitChip(dataDir, dir string, only map[string]bool) (*catalog.Coefficients, 
 		}
 	}
 	if want("moe") {
-		if c.MoE, err = cf.fitMoE(); err != nil {
+		if c.MoE, c.MoEGrids, err = cf.fitMoE(); err != nil {
 			return nil, err
 		}
 	}
@@ -168,7 +168,7 @@ func fitChip(dataDir, dir string, only map[string]bool) (*catalog.Coefficients, 
 	}
 	// The residual grids (their own file) were computed against the
 	// unrounded laws; at 0.2 % per step the 6-digit rounding does not show.
-	back.GEMMGrids = c.GEMMGrids
+	back.GEMMGrids, back.MoEGrids = c.GEMMGrids, c.MoEGrids
 	return back, nil
 }
 

@@ -205,43 +205,9 @@ func gemmGrid(l *catalog.GEMMLaw, rows []int, M, N, K, y []float64) catalog.GEMM
 		sum[c] += math.Log(y[r] / kernel.GEMMTime(l, M[r], N[r], K[r]))
 		cnt[c]++
 	}
-	g.Res = make([]int16, len(sum))
-	lm := make([]float64, nm)
-	for i, m := range g.M {
-		lm[i] = math.Log(m)
-	}
-	v := make([]float64, nm)
+	g.Res = make([]int16, 0, len(sum))
 	for row := 0; row < len(g.N)*nk; row++ {
-		var have []int
-		for m := 0; m < nm; m++ {
-			if c := row*nm + m; cnt[c] > 0 {
-				v[m] = sum[c] / float64(cnt[c])
-				have = append(have, m)
-			}
-		}
-		for m := 0; m < nm; m++ {
-			if cnt[row*nm+m] > 0 {
-				continue
-			}
-			v[m] = 0
-			j := sort.SearchInts(have, m)
-			switch {
-			case len(have) == 0:
-			case j == 0:
-				v[m] = v[have[0]]
-			case j == len(have):
-				v[m] = v[have[len(have)-1]]
-			default:
-				a, b := have[j-1], have[j]
-				w := (lm[m] - lm[a]) / (lm[b] - lm[a])
-				v[m] = (1-w)*v[a] + w*v[b]
-			}
-		}
-		smooth := medianAlongM(v)
-		for m := 0; m < nm; m++ {
-			q := math.Round(smooth[m] * catalog.GEMMGridScale)
-			g.Res[row*nm+m] = int16(math.Max(math.MinInt16, math.Min(math.MaxInt16, q)))
-		}
+		g.Res = append(g.Res, fillAndSmooth(g.M, sum[row*nm:(row+1)*nm], cnt[row*nm:(row+1)*nm])...)
 	}
 	return g
 }
@@ -311,6 +277,46 @@ func medianAlongM(v []float64) []float64 {
 		} else {
 			out[i] = (w[len(w)/2-1] + w[len(w)/2]) / 2
 		}
+	}
+	return out
+}
+
+// fillAndSmooth turns one grid row's sums and counts of log residuals over
+// an ascending axis into fixed-point residuals: the mean per cell, cells
+// without rows filled by linear interpolation in log axis (the nearest
+// measured cell beyond the ends; 0 for a row with no measurement), then
+// the running median of 5.
+func fillAndSmooth(axis, sum []float64, cnt []int) []int16 {
+	n := len(axis)
+	v := make([]float64, n)
+	var have []int
+	for i := 0; i < n; i++ {
+		if cnt[i] > 0 {
+			v[i] = sum[i] / float64(cnt[i])
+			have = append(have, i)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if cnt[i] > 0 {
+			continue
+		}
+		j := sort.SearchInts(have, i)
+		switch {
+		case len(have) == 0:
+		case j == 0:
+			v[i] = v[have[0]]
+		case j == len(have):
+			v[i] = v[have[len(have)-1]]
+		default:
+			a, b := have[j-1], have[j]
+			w := math.Log(axis[i]/axis[a]) / math.Log(axis[b]/axis[a])
+			v[i] = (1-w)*v[a] + w*v[b]
+		}
+	}
+	out := make([]int16, n)
+	for i, x := range medianAlongM(v) {
+		q := math.Round(x * catalog.GEMMGridScale)
+		out[i] = int16(math.Max(math.MinInt16, math.Min(math.MaxInt16, q)))
 	}
 	return out
 }

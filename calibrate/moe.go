@@ -2,6 +2,8 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 
 	"blis/catalog"
@@ -44,18 +46,18 @@ const moeDistribution = "power_law_1.01"
 
 const moeDistributionNote = "aiconfigurator's default routing for its estimates; balanced and power_law_1.2 rows not used"
 
-func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
+func (cf *chipFit) fitMoE() ([]catalog.MoELaw, []catalog.MoEGrid, error) {
 	const rel = "moe/vllm/0.24.0/moe_perf.parquet"
 	t, file, err := cf.table(rel)
 	if err != nil || t == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &cols{t: t}
 	ver, dt, dist, kern := c.str("version"), c.str("moe_dtype"), c.str("distribution"), c.str("kernel_source")
 	T, Hd, In, K, E, TP, EP, lat := c.num("num_tokens"), c.num("hidden_size"), c.num("inter_size"), c.num("topk"),
 		c.num("num_experts"), c.num("moe_tp_size"), c.num("moe_ep_size"), c.num("latency")
 	if c.err != nil {
-		return nil, c.err
+		return nil, nil, c.err
 	}
 	y := seconds(lat)
 	known := map[string]bool{}
@@ -64,7 +66,7 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 	}
 	for i := range y {
 		if !known[dt[i]] {
-			return nil, fmt.Errorf("%s: row %d: unknown moe_dtype %q", file, i, dt[i])
+			return nil, nil, fmt.Errorf("%s: row %d: unknown moe_dtype %q", file, i, dt[i])
 		}
 	}
 	// One law per moe_dtype over all its kernels (the default), and where a
@@ -97,6 +99,7 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 		}
 	}
 	laws := make([]*catalog.MoELaw, len(jobs))
+	grids := make([]*catalog.MoEGrid, len(jobs))
 	err = parallel(len(jobs), func(ji int) error {
 		d := moeDtypes[jobs[ji].d]
 		family := jobs[ji].family
@@ -181,18 +184,21 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, error) {
 		)
 		law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 		laws[ji] = &law
+		grids[ji] = moeGrid(&law, rows, dt, T, Hd, In, K, E, TP, EP, y)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []catalog.MoELaw
-	for _, l := range laws {
+	var gout []catalog.MoEGrid
+	for i, l := range laws {
 		if l != nil {
 			out = append(out, *l)
+			gout = append(gout, *grids[i])
 		}
 	}
-	return out, nil
+	return out, gout, nil
 }
 
 // kernelScope says which kernels' rows a MoE law was fitted on.
@@ -237,4 +243,57 @@ func familyNote(family string) string {
 		return ""
 	}
 	return ", " + family + " kernels only"
+}
+
+// moeGrid is the law's residual at every layout the rows measured
+// (hidden, inter, topk, experts, moe_tp, moe_ep) over the union of their
+// token counts, as gemmGrid builds the GEMM one: the mean ln(measured/law)
+// per cell, gaps filled along tokens in log tokens, then the running
+// median of 5 along tokens.
+func moeGrid(l *catalog.MoELaw, rows []int, dt []string, T, Hd, In, K, E, TP, EP, y []float64) *catalog.MoEGrid {
+	type key struct{ h, in, k, e, tp, ep float64 }
+	tokSet := map[float64]bool{}
+	keys := map[key]bool{}
+	for _, r := range rows {
+		tokSet[T[r]] = true
+		keys[key{Hd[r], In[r], K[r], E[r], TP[r], EP[r]}] = true
+	}
+	g := &catalog.MoEGrid{Dtype: l.Dtype}
+	for t := range tokSet {
+		g.Tokens = append(g.Tokens, t)
+	}
+	sort.Float64s(g.Tokens)
+	var ks []key
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(a, b int) bool {
+		x, z := ks[a], ks[b]
+		for _, p := range [][2]float64{{x.h, z.h}, {x.in, z.in}, {x.k, z.k}, {x.e, z.e}, {x.tp, z.tp}, {x.ep, z.ep}} {
+			if p[0] != p[1] {
+				return p[0] < p[1]
+			}
+		}
+		return false
+	})
+	row := map[key]int{}
+	for i, k := range ks {
+		row[k] = i
+	}
+	nt := len(g.Tokens)
+	sum := make([]float64, len(ks)*nt)
+	cnt := make([]int, len(sum))
+	for _, r := range rows {
+		law := *l
+		law.WeightBytes = weightBytesOf(dt[r])
+		p := kernel.MoETime(&law, kernel.MoEShape{Tokens: T[r], Hidden: Hd[r], Inter: In[r], TopK: K[r], Experts: E[r], TP: TP[r], EP: EP[r]})
+		c := row[key{Hd[r], In[r], K[r], E[r], TP[r], EP[r]}]*nt + sort.SearchFloat64s(g.Tokens, T[r])
+		sum[c] += math.Log(y[r] / p)
+		cnt[c]++
+	}
+	for i, k := range ks {
+		res := fillAndSmooth(g.Tokens, sum[i*nt:(i+1)*nt], cnt[i*nt:(i+1)*nt])
+		g.Rows = append(g.Rows, catalog.MoEGridRow{Hidden: k.h, Inter: k.in, TopK: k.k, Experts: k.e, TP: k.tp, EP: k.ep, Res: res})
+	}
+	return g
 }

@@ -103,6 +103,10 @@ func (r *Report) Files() (map[string][]byte, error) {
 			src := fmt.Sprintf("Written by %s from data/ops/%s/gemm/vllm/0.24.0/gemm_perf.parquet against the GEMM laws of %s.yaml; do not edit.", Generator, ch.Dir, ch.Coeffs.Chip)
 			out[catalog.GEMMGridFile(ch.Coeffs.Chip)] = catalog.MarshalGEMMGrids(ch.Coeffs.Chip, src, ch.Coeffs.GEMMGrids)
 		}
+		if len(ch.Coeffs.MoEGrids) > 0 {
+			src := fmt.Sprintf("Written by %s from data/ops/%s/moe/vllm/0.24.0/moe_perf.parquet against the MoE laws of %s.yaml; do not edit.", Generator, ch.Dir, ch.Coeffs.Chip)
+			out[catalog.MoEGridFile(ch.Coeffs.Chip)] = catalog.MarshalMoEGrids(ch.Coeffs.Chip, src, ch.Coeffs.MoEGrids)
+		}
 	}
 	return out, nil
 }

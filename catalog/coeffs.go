@@ -203,6 +203,9 @@ type Coefficients struct {
 	// GEMMGrids are the GEMM laws' residual grids (<chip>.gemm-grid.txt),
 	// shared read-only between copies.
 	GEMMGrids []GEMMGrid `yaml:"-"`
+	// MoEGrids are the MoE laws' residuals at the measured layouts
+	// (<chip>.moe-grid.txt), shared read-only between copies.
+	MoEGrids []MoEGrid `yaml:"-"`
 }
 
 // GEMMFor returns the GEMM law for a weight dtype.
@@ -600,6 +603,9 @@ func loadCoefficients(fsys fs.FS) coeffRegistry {
 		r.byChip[c.Chip] = c
 	}
 	if err := loadGEMMGrids(fsys, r.byChip); err != nil {
+		return coeffRegistry{err: err}
+	}
+	if err := loadMoEGrids(fsys, r.byChip); err != nil {
 		return coeffRegistry{err: err}
 	}
 	return r

@@ -79,7 +79,7 @@ type term struct {
 	name  string
 
 	gemm    *catalog.GEMMLaw
-	grid    *gridRow // the law's measured residual at this (n, k); nil: none
+	grid    *gridRow // the GEMM/MoE law's measured residual at this shape; nil: none
 	batch   float64  // per-head batched GEMMs (MLA absorb)
 	n, k    float64
 	dec     *catalog.AttnDecodeLaw
@@ -92,9 +92,9 @@ type term struct {
 	moe     *catalog.MoELaw
 	moeSh   MoEShape
 	bytes   float64 // elementwise: bytes per token; comm: message bytes per token
-	comm    *catalog.CommLaw
-	commBig *catalog.CommLaw // NCCL, for all-reduces above the custom kernel's limit
-	gpus    int
+	lnBytes float64 // comm: ln bytes
+	comm    *commCurve
+	commBig *commCurve // NCCL, for all-reduces above the custom kernel's limit
 }
 
 // fitted is the "fitted-v1" step pricer: the model's operator graph
@@ -184,7 +184,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	f.grids = len(r.grids) > 0
+	f.grids = len(r.grids) > 0 || r.nGrids > 0
 	sort.Strings(f.subs)
 	return f, nil
 }
@@ -215,11 +215,33 @@ func (f *fitted) Substitutions() []string { return f.subs }
 
 // resolver turns graph operators into priced terms.
 type resolver struct {
-	d     Deployment
-	co    *catalog.Coefficients
-	f     *fitted
-	err   error
-	grids map[gridKey]*gridRow
+	d      Deployment
+	co     *catalog.Coefficients
+	f      *fitted
+	err    error
+	grids  map[gridKey]*gridRow
+	nGrids int // MoE terms with a residual row
+	curves map[curveKey]*commCurve
+}
+
+type curveKey struct {
+	law  *catalog.CommLaw
+	gpus int
+}
+
+// commCurve returns the shared prepared curve of a collective law at a
+// group size, so that terms on the same law compare equal.
+func (r *resolver) commCurve(l *catalog.CommLaw, gpus int) *commCurve {
+	k := curveKey{l, gpus}
+	if c, ok := r.curves[k]; ok {
+		return c
+	}
+	if r.curves == nil {
+		r.curves = map[curveKey]*commCurve{}
+	}
+	c := newCommCurve(l, gpus)
+	r.curves[k] = &c
+	return &c
 }
 
 type gridKey struct {
@@ -250,6 +272,25 @@ func (g *gridRow) at(lm float64) float64 {
 	}
 	w := (lm - g.logM[i-1]) / (g.logM[i] - g.logM[i-1])
 	return g.r[i-1] + w*(g.r[i]-g.r[i-1])
+}
+
+// moeGrid returns the measured residual of a MoE law at the term's exact
+// layout, or nil when the table did not measure that layout.
+func (r *resolver) moeGrid(l *catalog.MoELaw, s MoEShape) *gridRow {
+	g := r.co.MoEGridFor(l.Dtype)
+	if g == nil {
+		return nil
+	}
+	res := g.Row(s.Hidden, s.Inter, s.TopK, s.Experts, math.Max(s.TP, 1), math.Max(s.EP, 1))
+	if res == nil {
+		return nil
+	}
+	row := &gridRow{logM: make([]float64, len(g.Tokens)), r: res}
+	for i, t := range g.Tokens {
+		row.logM[i] = math.Log(t)
+	}
+	r.nGrids++
+	return row
 }
 
 // gemmGrid returns the shared residual row of a GEMM law at (n, k).
@@ -446,6 +487,7 @@ func (r *resolver) add(op catalog.Op, count float64) {
 		if t.moe = r.moeLaw(m.Dtype); t.moe == nil {
 			return
 		}
+		t.grid = r.moeGrid(t.moe, t.moeSh)
 	case catalog.OpElementwise, catalog.OpEmbedding:
 		t.kind = termElementwise
 		t.bytes = op.BytesPerToken
@@ -456,21 +498,23 @@ func (r *resolver) add(op catalog.Op, count float64) {
 		if op.Group != catalog.GroupTP || tp <= 1 {
 			return // DP/EP groups have one member in a single-replica TP deployment
 		}
-		t.kind, t.bytes, t.gpus = termComm, op.BytesPerToken, tp
+		t.kind, t.bytes, t.lnBytes = termComm, op.BytesPerToken, math.Log(op.BytesPerToken)
+		var small, big *catalog.CommLaw
 		if op.Collective == "all_reduce" {
-			t.comm = r.commLaw("all_reduce", "vllm_custom")
-			t.commBig = r.commLaw("all_reduce", "nccl")
-			if t.comm == nil {
-				t.comm = t.commBig
+			small = r.commLaw("all_reduce", "vllm_custom")
+			big = r.commLaw("all_reduce", "nccl")
+			if small == nil {
+				small = big
 			}
 		} else {
-			t.comm = r.commLaw(op.Collective, "nccl")
-			t.commBig = t.comm
+			small = r.commLaw(op.Collective, "nccl")
+			big = small
 		}
-		if t.comm == nil {
+		if small == nil {
 			r.err = fmt.Errorf("no %s law on %s", op.Collective, r.d.Chip.Name)
 			return
 		}
+		t.comm, t.commBig = r.commCurve(small, tp), r.commCurve(big, tp)
 	default:
 		r.err = fmt.Errorf("operator %q: kind %q has no law", op.Name, op.Kind)
 		return
@@ -531,11 +575,8 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 	pairs := math.Max(b.PrefillAttnPairs, 0)
 	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
 
-	// ln m of the four row sets, for the GEMM residual grids.
-	var lnT, lnS, lnP, lnD float64
-	if f.grids {
-		lnT, lnS, lnP, lnD = logPos(T), logPos(sampled), logPos(pre), logPos(dec)
-	}
+	// ln m of the four row sets, for the residual grids and collectives.
+	lnT, lnS, lnP, lnD := logPos(T), logPos(sampled), logPos(pre), logPos(dec)
 	var compute, memory, comm float64
 	for i := range f.terms {
 		t := &f.terms[i]
@@ -593,16 +634,20 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 		case termMoE:
 			sh := t.moeSh
 			sh.Tokens = m
-			compute += t.count * MoETime(t.moe, sh)
+			s := MoETime(t.moe, sh)
+			if t.grid != nil {
+				s *= t.grid.at(lm)
+			}
+			compute += t.count * s
 		case termElementwise:
 			memory += t.count * (f.elemFloor + m*t.bytes/f.memBW)
 		case termComm:
 			bytes := m * t.bytes
-			law := t.comm
+			curve := t.comm
 			if bytes > f.a.CustomAllReduceMaxBytes {
-				law = t.commBig
+				curve = t.commBig
 			}
-			comm += t.count * CommTime(law, t.gpus, bytes)
+			comm += t.count * curve.at(bytes, lm+t.lnBytes)
 		}
 	}
 

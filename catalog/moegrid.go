@@ -1,0 +1,203 @@
+package catalog
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// MoEGrid is what a fitted MoE law leaves unexplained for the exact
+// layouts the MoE table measured: per (hidden, inter, topk, experts,
+// moe_tp, moe_ep), ln(measured/law) over the token counts. The grouped
+// GEMM kernels switch tile configurations in steps a smooth law cannot
+// follow (gpt-oss's Triton MXFP4 kernel on H100 is flat from 32 to 512
+// tokens, then jumps), and most served MoE models' shapes are in the
+// table, so the pricer multiplies the law by the measured residual where
+// the layout matches exactly and uses the law alone elsewhere.
+type MoEGrid struct {
+	Dtype  string // the MoE law's dtype (its kernel family included)
+	Tokens []float64
+	Rows   []MoEGridRow
+}
+
+// MoEGridRow is one measured layout's residual, GEMMGridScale fixed point,
+// one value per token count.
+type MoEGridRow struct {
+	Hidden, Inter, TopK, Experts, TP, EP float64
+	Res                                  []int16
+}
+
+// Row returns measured/law over the grid's token counts for a layout, or
+// nil when the table did not measure it.
+func (g *MoEGrid) Row(hidden, inter, topk, experts, tp, ep float64) []float64 {
+	for i := range g.Rows {
+		r := &g.Rows[i]
+		if r.Hidden == hidden && r.Inter == inter && r.TopK == topk && r.Experts == experts && r.TP == tp && r.EP == ep {
+			out := make([]float64, len(r.Res))
+			for j, v := range r.Res {
+				out[j] = math.Exp(float64(v) / GEMMGridScale)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// MoEGridFor returns the residual grid of a MoE law's dtype, or nil.
+func (c *Coefficients) MoEGridFor(dtype string) *MoEGrid {
+	for i := range c.MoEGrids {
+		if c.MoEGrids[i].Dtype == dtype {
+			return &c.MoEGrids[i]
+		}
+	}
+	return nil
+}
+
+// MoEGridFile is the file name of a chip's MoE residual grids.
+func MoEGridFile(chip string) string { return chip + ".moe-grid.txt" }
+
+// MarshalMoEGrids writes a chip's MoE grids: a header naming the source,
+// then per law its token axis and one line per measured layout.
+func MarshalMoEGrids(chip, source string, grids []MoEGrid) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# MoE residual grids for %s: round(%d · ln(measured/law)) per measured layout (hidden inter topk experts tp ep) over tokens.\n", chip, GEMMGridScale)
+	fmt.Fprintf(&b, "# %s\n", source)
+	fmt.Fprintf(&b, "chip %s\n", chip)
+	for _, g := range grids {
+		fmt.Fprintf(&b, "grid %s\ntokens", g.Dtype)
+		for _, t := range g.Tokens {
+			b.WriteString(" " + strconv.FormatFloat(t, 'g', -1, 64))
+		}
+		b.WriteByte('\n')
+		for _, r := range g.Rows {
+			fmt.Fprintf(&b, "r %g %g %g %g %g %g", r.Hidden, r.Inter, r.TopK, r.Experts, r.TP, r.EP)
+			for _, v := range r.Res {
+				b.WriteString(" " + strconv.Itoa(int(v)))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+// ParseMoEGrids reads a MoE grid file strictly; errors name file and line.
+func ParseMoEGrids(name string, data []byte) (chip string, grids []MoEGrid, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	line := 0
+	fail := func(format string, args ...any) (string, []MoEGrid, error) {
+		return "", nil, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+	}
+	var g *MoEGrid
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Fields(text)
+		switch f[0] {
+		case "chip":
+			if len(f) != 2 || chip != "" {
+				return fail("want one \"chip NAME\" line")
+			}
+			chip = f[1]
+		case "grid":
+			if len(f) != 2 || chip == "" {
+				return fail("want \"grid DTYPE\" after the chip line")
+			}
+			if g != nil && g.Tokens == nil {
+				return fail("grid %s has no tokens axis", g.Dtype)
+			}
+			grids = append(grids, MoEGrid{Dtype: f[1]})
+			g = &grids[len(grids)-1]
+		case "tokens":
+			if g == nil || g.Tokens != nil {
+				return fail("one tokens axis per grid, after its grid line")
+			}
+			for _, s := range f[1:] {
+				x, err := strconv.ParseFloat(s, 64)
+				if err != nil || !(x >= 1) || math.IsInf(x, 0) || (len(g.Tokens) > 0 && x <= g.Tokens[len(g.Tokens)-1]) {
+					return fail("tokens: %q: want ascending numbers ≥ 1", s)
+				}
+				g.Tokens = append(g.Tokens, x)
+			}
+			if len(g.Tokens) == 0 {
+				return fail("tokens axis is empty")
+			}
+		case "r":
+			if g == nil || g.Tokens == nil {
+				return fail("row before a grid's tokens axis")
+			}
+			if len(f) != 7+len(g.Tokens) {
+				return fail("row: want 6 layout numbers and %d values, got %d fields", len(g.Tokens), len(f)-1)
+			}
+			var k [6]float64
+			for i := range k {
+				x, err := strconv.ParseFloat(f[1+i], 64)
+				if err != nil || !(x >= 1) || math.IsInf(x, 0) {
+					return fail("row: layout value %q: want a number ≥ 1", f[1+i])
+				}
+				k[i] = x
+			}
+			if g.Row(k[0], k[1], k[2], k[3], k[4], k[5]) != nil {
+				return fail("row: layout %s given twice", strings.Join(f[1:7], " "))
+			}
+			row := MoEGridRow{Hidden: k[0], Inter: k[1], TopK: k[2], Experts: k[3], TP: k[4], EP: k[5], Res: make([]int16, len(g.Tokens))}
+			for j, s := range f[7:] {
+				v, err := strconv.Atoi(s)
+				if err != nil || v < math.MinInt16 || v > math.MaxInt16 {
+					return fail("row: value %q: want an integer in [%d, %d]", s, math.MinInt16, math.MaxInt16)
+				}
+				row.Res[j] = int16(v)
+			}
+			g.Rows = append(g.Rows, row)
+		default:
+			return fail("unknown line kind %q: allowed: chip, grid, tokens, r", f[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if chip == "" {
+		return "", nil, fmt.Errorf("%s: no \"chip NAME\" line", name)
+	}
+	if g != nil && g.Tokens == nil {
+		return "", nil, fmt.Errorf("%s: grid %s has no tokens axis", name, g.Dtype)
+	}
+	return chip, grids, nil
+}
+
+// loadMoEGrids attaches every embedded MoE grid file to its chip's laws.
+func loadMoEGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
+	files, err := fs.Glob(fsys, "coeffs/*.moe-grid.txt")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return err
+		}
+		chip, grids, err := ParseMoEGrids(path.Base(f), data)
+		if err != nil {
+			return err
+		}
+		c, ok := byChip[chip]
+		if !ok {
+			return fmt.Errorf("%s: chip %q has no coefficient file", f, chip)
+		}
+		for _, g := range grids {
+			if _, err := c.MoEFor(g.Dtype); err != nil {
+				return fmt.Errorf("%s: grid %s: %v", f, g.Dtype, err)
+			}
+		}
+		c.MoEGrids = grids
+	}
+	return nil
+}
