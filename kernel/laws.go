@@ -268,17 +268,10 @@ func MoETime(l *catalog.MoELaw, s MoEShape) float64 {
 // time; beyond the largest, that time plus the extra bytes at the law's
 // bandwidth. A point without measurements is the affine law Alpha + bytes/BW.
 func CommTime(l *catalog.CommLaw, gpus int, bytes float64) float64 {
-	if gpus <= 1 || len(l.Points) == 0 {
+	p := nearestCommPoint(l, gpus)
+	if p == nil {
 		return 0
 	}
-	best := 0
-	for i := 1; i < len(l.Points); i++ {
-		d, bd := absInt(l.Points[i].GPUs-gpus), absInt(l.Points[best].GPUs-gpus)
-		if d < bd || (d == bd && l.Points[i].GPUs > l.Points[best].GPUs) {
-			best = i
-		}
-	}
-	p := &l.Points[best]
 	bytes = math.Max(bytes, 0)
 	ms := p.Measured
 	n := len(ms)
@@ -302,6 +295,83 @@ func CommTime(l *catalog.CommLaw, gpus int, bytes float64) float64 {
 	a, b := &ms[lo], &ms[hi]
 	w := math.Log(bytes/a.Bytes) / math.Log(b.Bytes/a.Bytes)
 	return a.Seconds * math.Pow(b.Seconds/a.Seconds, w)
+}
+
+// nearestCommPoint is the group size CommTime prices gpus at: the nearest
+// measured one, the larger on a tie; nil when one GPU or no points.
+func nearestCommPoint(l *catalog.CommLaw, gpus int) *catalog.CommPoint {
+	if l == nil || gpus <= 1 || len(l.Points) == 0 {
+		return nil
+	}
+	best := 0
+	for i := 1; i < len(l.Points); i++ {
+		d, bd := absInt(l.Points[i].GPUs-gpus), absInt(l.Points[best].GPUs-gpus)
+		if d < bd || (d == bd && l.Points[i].GPUs > l.Points[best].GPUs) {
+			best = i
+		}
+	}
+	return &l.Points[best]
+}
+
+// commCurve is CommTime for one law and group size, prepared once per
+// deployment: the chosen group's measured samples in log-log form with
+// each segment's slope, so that a step prices a collective from the log
+// of its message size (which the pricer already has) with one exp
+// instead of three logs and a pow. The values equal CommTime's.
+type commCurve struct {
+	none      bool // one GPU or no law: free
+	affine    bool // a point without measurements: Alpha + bytes/BW
+	alpha, bw float64
+	lnB, lnS  []float64
+	slope     []float64 // slope[i] of segment (i, i+1) in log-log
+	// the smallest sample's time, the largest sample's size and time
+	firstS, lastB, lastS float64
+}
+
+func newCommCurve(l *catalog.CommLaw, gpus int) commCurve {
+	p := nearestCommPoint(l, gpus)
+	if p == nil {
+		return commCurve{none: true}
+	}
+	c := commCurve{alpha: p.Alpha, bw: p.BW, affine: len(p.Measured) == 0}
+	if n := len(p.Measured); n > 0 {
+		c.firstS, c.lastB, c.lastS = p.Measured[0].Seconds, p.Measured[n-1].Bytes, p.Measured[n-1].Seconds
+	}
+	for i, s := range p.Measured {
+		c.lnB = append(c.lnB, math.Log(s.Bytes))
+		c.lnS = append(c.lnS, math.Log(s.Seconds))
+		if i > 0 {
+			c.slope = append(c.slope, (c.lnS[i]-c.lnS[i-1])/(c.lnB[i]-c.lnB[i-1]))
+		}
+	}
+	return c
+}
+
+// at prices a message of bytes whose natural log is lnBytes.
+func (c *commCurve) at(bytes, lnBytes float64) float64 {
+	switch {
+	case c.none:
+		return 0
+	case c.affine:
+		return c.alpha + bytes/c.bw
+	}
+	n := len(c.lnB)
+	switch {
+	case lnBytes <= c.lnB[0]:
+		return c.firstS
+	case lnBytes >= c.lnB[n-1]:
+		return c.lastS + (bytes-c.lastB)/c.bw
+	}
+	lo, hi := 0, n-1
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if c.lnB[mid] <= lnBytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Exp(c.lnS[lo] + c.slope[lo]*(lnBytes-c.lnB[lo]))
 }
 
 func absInt(x int) int {

@@ -169,6 +169,35 @@ func TestCommTime(t *testing.T) {
 	near(t, "beyond the largest", CommTime(&l, 2, 2e7), 1e-4+1e7/1e11)
 }
 
+// The prepared curve the pricer uses per step prices every collective of
+// the embedded laws as CommTime does, at every group size and message size.
+func TestCommCurveMatchesCommTime(t *testing.T) {
+	for _, chip := range catalog.CoefficientChips() {
+		co, err := catalog.LookupCoefficients(chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range co.Comm {
+			l := &co.Comm[i]
+			for _, gpus := range []int{1, 2, 3, 4, 6, 8, 16} {
+				c := newCommCurve(l, gpus)
+				for b := 0.5; b < 1e10; b *= 1.7 {
+					want, got := CommTime(l, gpus, b), c.at(b, math.Log(b))
+					if math.Abs(got-want) > 1e-12*want+1e-18 {
+						t.Fatalf("%s %s/%s %d GPUs %g B: curve %g, CommTime %g", chip, l.Op, l.Impl, gpus, b, got, want)
+					}
+				}
+			}
+		}
+	}
+	affine := catalog.CommLaw{Points: []catalog.CommPoint{{GPUs: 2, Alpha: 5e-6, BW: 1e11}}}
+	c := newCommCurve(&affine, 2)
+	near(t, "affine curve", c.at(1e6, math.Log(1e6)), 5e-6+1e6/1e11)
+	if c := newCommCurve(&affine, 1); c.at(1e6, math.Log(1e6)) != 0 {
+		t.Error("one GPU communicates")
+	}
+}
+
 // The embedded coefficients' laws are monotone: more work never costs less.
 func TestLawsMonotone(t *testing.T) {
 	for _, chip := range catalog.CoefficientChips() {
