@@ -6,7 +6,7 @@
 // vllm/v1/core/sched/scheduler.py Scheduler.schedule / update_from_output,
 // vllm/v1/core/kv_cache_manager.py allocate_slots / get_computed_blocks,
 // vllm/v1/core/block_pool.py), with the FCFS policy and no speculative
-// decoding, KV connector, encoder inputs or async scheduling. Models mixing
+// decoding, KV connector or encoder inputs. Models mixing
 // full-attention and sliding-window layers use the hybrid KV cache manager
 // (hybrid.go).
 //
@@ -33,6 +33,15 @@ type Config struct {
 	BlockSize                 int  // --block-size
 	NumGPUBlocks              int  // KV pool size in blocks, null block included
 	MaxModelLen               int  // --max-model-len
+	// AsyncScheduling is --async-scheduling: vLLM's engine core keeps two
+	// steps in flight (vllm/v1/engine/core.py step_with_batch_queue; the
+	// executors' max_concurrent_batches is 2), scheduling step k+1 when
+	// step k is launched. A request that reaches the engine while step k
+	// runs therefore joins step k+2, not k+1: Schedule at the end of step
+	// k admits only requests that arrived by step k's start, unless no
+	// step k+1 would have existed (nothing running and nothing admissible
+	// waiting), in which case the engine was idle in vLLM too.
+	AsyncScheduling bool
 	// KVCache is vLLM's KV cache groups (kernel.MemoryPlan.KVCache). The
 	// zero value or one full-attention group is a plain model; otherwise
 	// every request holds blocks in every group from the one pool, and
@@ -104,6 +113,11 @@ type Engine struct {
 	hitBuf    []int32
 	inStep    bool
 	stats     Stats
+
+	// Async scheduling: the start of the step in flight, and the start and
+	// end of the last completed step.
+	stepStart, lastStart, lastEnd time.Duration
+	stepped                       bool // a step has completed
 
 	// The hybrid KV cache manager (off for a plain model): see hybrid.go.
 	hybrid bool
@@ -259,9 +273,19 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		i++
 	}
 
+	// Under async scheduling the step formed now was, in vLLM, formed when
+	// the previous step started: later arrivals wait one more step.
+	cutoff, gated := time.Duration(0), false
+	if e.cfg.AsyncScheduling && e.stepped && now == e.lastEnd {
+		cutoff = e.lastStart
+		gated = len(e.running) > 0 || (e.waiting.len() > 0 && e.waiting.peek().Arrived <= cutoff)
+	}
 	if !preempted {
 		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 			r := e.waiting.peek()
+			if gated && r.Arrived > cutoff {
+				break // waiting is in arrival order (preempted requests, older, go first)
+			}
 			hits := e.hitBuf[:0]
 			hitBlocks := 0
 			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching {
@@ -302,6 +326,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 
 	if len(e.scheduled) > 0 {
 		e.inStep = true
+		e.stepStart = now
 		e.stats.Steps++
 		e.stats.ScheduledRows += int64(len(e.scheduled))
 		e.stats.MaxRunning = max(e.stats.MaxRunning, len(e.running))
@@ -460,6 +485,7 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 		panic("engine: Complete called with no step in flight")
 	}
 	e.inStep = false
+	e.stepped, e.lastStart, e.lastEnd = true, e.stepStart, now
 	e.samples = e.samples[:0]
 	anyDone := false
 	for _, r := range e.scheduled {

@@ -312,6 +312,7 @@ func TestRandomisedInvariants(t *testing.T) {
 			BlockSize:            bs,
 			NumGPUBlocks:         2 + rng.IntN(400/bs+8),
 			MaxModelLen:          512,
+			AsyncScheduling:      trial%3 == 0,
 		}
 		if rng.IntN(3) == 0 {
 			c.LongPrefillTokenThreshold = 1 + rng.IntN(64)
@@ -722,5 +723,62 @@ func TestAbort(t *testing.T) {
 	}
 	if e.HeldBlocks() != 0 || e.Stats().Aborted != 3 || c.Status != StatusFinished {
 		t.Fatalf("held %d, aborted %d, c %v", e.HeldBlocks(), e.Stats().Aborted, c.Status)
+	}
+}
+
+// Under --async-scheduling vLLM forms step k+1 when step k starts, so a
+// request that arrives while step k runs joins step k+2; a request that
+// finds nothing to overlap with (no running request, nothing admissible
+// waiting) is scheduled at once, as in vLLM's idle engine.
+func TestAsyncSchedulingAdmitsArrivalsOneStepLater(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		async     bool
+		busy      bool // a long request is running when b arrives
+		wantFirst int  // step (1-based, counted from b's arrival) in which b is prefilled
+	}{
+		{"sync, busy engine", false, true, 1},
+		{"async, busy engine", true, true, 2},
+		{"async, idle engine", true, false, 1},
+		{"sync, idle engine", false, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg(64, 4, 64, 4)
+			c.AsyncScheduling = tc.async
+			e, _ := New(c)
+			var now time.Duration
+			if tc.busy {
+				e.Add(req(1, 50, seg(1, 4)), now)
+			} else {
+				// A request that finishes in the first step: the engine is
+				// idle afterwards.
+				e.Add(req(1, 1, seg(1, 4)), now)
+			}
+			var bt kernel.Batch
+			e.Schedule(now, &bt)
+			// b arrives while the step runs.
+			now += 500 * time.Microsecond
+			b := req(2, 3, seg(2, 8))
+			e.Add(b, now)
+			now += 500 * time.Microsecond
+			e.Complete(now)
+			for i := 1; i <= 3; i++ {
+				if !e.HasWork() {
+					t.Fatalf("step %d: no work", i)
+				}
+				if e.Schedule(now, &bt) == 0 {
+					t.Fatalf("step %d: nothing scheduled", i)
+				}
+				if bt.PrefillTokens > 0 {
+					if i != tc.wantFirst {
+						t.Fatalf("b prefilled in step %d, want %d", i, tc.wantFirst)
+					}
+					return
+				}
+				now += time.Millisecond
+				e.Complete(now)
+			}
+			t.Fatalf("b never prefilled")
+		})
 	}
 }

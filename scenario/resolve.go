@@ -119,6 +119,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		NumGPUBlocks:              r.Memory.NumBlocks,
 		MaxModelLen:               maxLen,
 		KVCache:                   r.Memory.KVCache,
+		AsyncScheduling:           s.AsyncScheduling,
 	}
 	if err := r.Engine.Validate(); err != nil {
 		return nil, &InputError{Msg: err.Error()}
