@@ -157,6 +157,11 @@ func ParseGEMMGrids(name string, data []byte) (chip string, grids []GEMMGrid, er
 			if err := finish(); err != nil {
 				return "", nil, err
 			}
+			for i := range grids {
+				if grids[i].Dtype == f[1] {
+					return fail("grid %s given twice", f[1])
+				}
+			}
 			grids = append(grids, GEMMGrid{Dtype: f[1]})
 			g = &grids[len(grids)-1]
 		case "m", "n", "k":
@@ -273,6 +278,9 @@ func loadGEMMGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
 			if _, err := c.GEMMFor(g.Dtype); err != nil {
 				return fmt.Errorf("%s: grid %s: %v", f, g.Dtype, err)
 			}
+		}
+		if c.GEMMGrids != nil {
+			return fmt.Errorf("%s: chip %q already has GEMM grids from another file", f, chip)
 		}
 		c.GEMMGrids = grids
 	}

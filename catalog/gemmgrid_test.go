@@ -55,6 +55,7 @@ func TestParseGEMMGridsStrict(t *testing.T) {
 		{"duplicate row", good + "r 64 128 0 0\n", "given twice"},
 		{"row before axes", "chip h100\ngrid fp8\nr 1 1 0\n", "row before grid fp8's axes"},
 		{"empty", "", "no \"chip NAME\" line"},
+		{"grid twice", good + "grid fp8\n", "grid fp8 given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ParseGEMMGrids("g.txt", []byte(tc.data))

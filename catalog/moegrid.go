@@ -114,6 +114,11 @@ func ParseMoEGrids(name string, data []byte) (chip string, grids []MoEGrid, err 
 			if g != nil && g.Tokens == nil {
 				return fail("grid %s has no tokens axis", g.Dtype)
 			}
+			for i := range grids {
+				if grids[i].Dtype == f[1] {
+					return fail("grid %s given twice", f[1])
+				}
+			}
 			grids = append(grids, MoEGrid{Dtype: f[1]})
 			g = &grids[len(grids)-1]
 		case "tokens":
@@ -196,6 +201,9 @@ func loadMoEGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
 			if _, err := c.MoEFor(g.Dtype); err != nil {
 				return fmt.Errorf("%s: grid %s: %v", f, g.Dtype, err)
 			}
+		}
+		if c.MoEGrids != nil {
+			return fmt.Errorf("%s: chip %q already has MoE grids from another file", f, chip)
 		}
 		c.MoEGrids = grids
 	}

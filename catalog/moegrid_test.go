@@ -63,6 +63,7 @@ func TestParseMoEGridsStrict(t *testing.T) {
 		{"row before tokens", "chip h100\ngrid fp8\nr 1 1 1 1 1 1 0\n", "row before a grid's tokens axis"},
 		{"grid without tokens", "chip h100\ngrid fp8\n", "has no tokens axis"},
 		{"empty", "", "no \"chip NAME\" line"},
+		{"grid twice", good + "grid fp8_block\ntokens 1\n", "grid fp8_block given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ParseMoEGrids("m.txt", []byte(tc.data))

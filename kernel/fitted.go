@@ -112,7 +112,6 @@ type fitted struct {
 	async          bool
 	captureSizes   []int
 	subs           []string
-	grids          bool // some GEMM term has a residual grid
 	hostGraphed    time.Duration
 	hostPiecewise  time.Duration
 	hostEager      time.Duration
@@ -184,7 +183,6 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	f.grids = len(r.grids) > 0 || r.nGrids > 0
 	sort.Strings(f.subs)
 	return f, nil
 }
@@ -215,13 +213,13 @@ func (f *fitted) Substitutions() []string { return f.subs }
 
 // resolver turns graph operators into priced terms.
 type resolver struct {
-	d      Deployment
-	co     *catalog.Coefficients
-	f      *fitted
-	err    error
-	grids  map[gridKey]*gridRow
-	nGrids int // MoE terms with a residual row
-	curves map[curveKey]*commCurve
+	d       Deployment
+	co      *catalog.Coefficients
+	f       *fitted
+	err     error
+	grids   map[gridKey]*gridRow
+	moeRows map[moeGridKey]*gridRow // nil value: layout not measured
+	curves  map[curveKey]*commCurve
 }
 
 type curveKey struct {
@@ -275,22 +273,36 @@ func (g *gridRow) at(lm float64) float64 {
 }
 
 // moeGrid returns the measured residual of a MoE law at the term's exact
-// layout, or nil when the table did not measure that layout.
+// layout, or nil when the table did not measure that layout. Rows are
+// shared, so that identical MoE operators of different layer kinds stay
+// one term.
 func (r *resolver) moeGrid(l *catalog.MoELaw, s MoEShape) *gridRow {
 	g := r.co.MoEGridFor(l.Dtype)
 	if g == nil {
 		return nil
 	}
-	res := g.Row(s.Hidden, s.Inter, s.TopK, s.Experts, math.Max(s.TP, 1), math.Max(s.EP, 1))
-	if res == nil {
-		return nil
+	k := moeGridKey{l.Dtype, s.Hidden, s.Inter, s.TopK, s.Experts, math.Max(s.TP, 1), math.Max(s.EP, 1)}
+	if row, ok := r.moeRows[k]; ok {
+		return row
 	}
-	row := &gridRow{logM: make([]float64, len(g.Tokens)), r: res}
-	for i, t := range g.Tokens {
-		row.logM[i] = math.Log(t)
+	res := g.Row(k.hidden, k.inter, k.topk, k.experts, k.tp, k.ep)
+	var row *gridRow
+	if res != nil {
+		row = &gridRow{logM: make([]float64, len(g.Tokens)), r: res}
+		for i, t := range g.Tokens {
+			row.logM[i] = math.Log(t)
+		}
 	}
-	r.nGrids++
+	if r.moeRows == nil {
+		r.moeRows = map[moeGridKey]*gridRow{}
+	}
+	r.moeRows[k] = row
 	return row
+}
+
+type moeGridKey struct {
+	dtype                                string
+	hidden, inter, topk, experts, tp, ep float64
 }
 
 // gemmGrid returns the shared residual row of a GEMM law at (n, k).

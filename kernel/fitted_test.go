@@ -229,3 +229,22 @@ func TestFittedMoEBackend(t *testing.T) {
 		})
 	}
 }
+
+// Layer kinds that share an operator price it once: gpt-oss's sliding and
+// full-attention layers have the same experts, so one MoE term (with its
+// measured residual row) carries all 36 layers.
+func TestFittedMergesSharedOperators(t *testing.T) {
+	for _, tp := range []int{1, 2, 4, 8} {
+		f := fittedFor(t, "openai/gpt-oss-120b", "h100", tp).(*fitted)
+		n, layers := 0, 0.0
+		for _, term := range f.terms {
+			if term.kind == termMoE {
+				n++
+				layers += term.count
+			}
+		}
+		if n != 1 || layers != 36 {
+			t.Errorf("TP%d: %d MoE terms over %g layers, want 1 over 36", tp, n, layers)
+		}
+	}
+}

@@ -357,7 +357,7 @@ func (c *commCurve) at(bytes, lnBytes float64) float64 {
 	}
 	n := len(c.lnB)
 	switch {
-	case lnBytes <= c.lnB[0]:
+	case !(lnBytes > c.lnB[0]): // at or below the smallest sample, or NaN
 		return c.firstS
 	case lnBytes >= c.lnB[n-1]:
 		return c.lastS + (bytes-c.lastB)/c.bw

@@ -196,6 +196,11 @@ func TestCommCurveMatchesCommTime(t *testing.T) {
 	if c := newCommCurve(&affine, 1); c.at(1e6, math.Log(1e6)) != 0 {
 		t.Error("one GPU communicates")
 	}
+	// One measured sample, and a NaN size: the sample's time, no panic.
+	one := catalog.CommLaw{Points: []catalog.CommPoint{{GPUs: 2, BW: 1e11, Measured: []catalog.CommSample{{Bytes: 1e3, Seconds: 4e-6}}}}}
+	c1 := newCommCurve(&one, 2)
+	near(t, "one sample, NaN size", c1.at(math.NaN(), math.NaN()), 4e-6)
+	near(t, "one sample, beyond", c1.at(2e3, math.Log(2e3)), 4e-6+1e3/1e11)
 }
 
 // The embedded coefficients' laws are monotone: more work never costs less.
