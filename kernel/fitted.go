@@ -682,6 +682,47 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 	return out
 }
 
+// OpTime is one priced operator of a step: how many layers run it, the
+// resource it is charged to, and its time over all those layers.
+type OpTime struct {
+	Name     string
+	Count    float64
+	Resource string // "compute", "memory" or "comm"
+	Time     time.Duration
+}
+
+// Explainer is a Pricer that can break a step down by operator, so that a
+// user can see which operator a deployment's step time goes to.
+type Explainer interface {
+	Explain(b *Batch) []OpTime
+}
+
+// Explain prices each operator of the step alone (the host's share is in
+// StepTime's Host, not here). It allocates and is not for the hot path.
+func (f *fitted) Explain(b *Batch) []OpTime {
+	out := make([]OpTime, 0, len(f.terms))
+	for i := range f.terms {
+		one := *f
+		one.terms = f.terms[i : i+1]
+		one.async = false
+		bd := one.StepTime(b)
+		o := OpTime{Name: f.terms[i].name, Count: f.terms[i].count, Time: bd.Compute + bd.Memory + bd.Comm}
+		if w := f.terms[i].window; w > 0 {
+			o.Name += fmt.Sprintf(" (window %g)", w)
+		}
+		switch {
+		case bd.Comm > 0:
+			o.Resource = "comm"
+		case bd.Memory > 0:
+			o.Resource = "memory"
+		default:
+			o.Resource = "compute"
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // Describe lists the priced operators, for `blis run --dry-run`.
 func (f *fitted) Describe() string {
 	var b strings.Builder

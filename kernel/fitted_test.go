@@ -248,3 +248,24 @@ func TestFittedMergesSharedOperators(t *testing.T) {
 		}
 	}
 }
+
+// Explain's operators add up to the step's GPU time, and name the
+// sliding-window attention apart from the full one.
+func TestFittedExplainSumsToTheStep(t *testing.T) {
+	p := fittedFor(t, "openai/gpt-oss-120b", "h100", 2)
+	b := mixedBatch()
+	ops := p.(Explainer).Explain(&b)
+	var sum time.Duration
+	windowed := false
+	for _, o := range ops {
+		sum += o.Time
+		windowed = windowed || strings.Contains(o.Name, "window 128")
+	}
+	bd := p.StepTime(&b)
+	if d := sum - (bd.Compute + bd.Memory + bd.Comm); d < -time.Duration(len(ops)) || d > time.Duration(len(ops)) {
+		t.Errorf("operators sum to %v, step's GPU time %v", sum, bd.Compute+bd.Memory+bd.Comm)
+	}
+	if !windowed {
+		t.Error("no sliding-window attention row")
+	}
+}

@@ -105,7 +105,8 @@ func TestScenarioFileFlagsOverrideAndDryRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"Qwen/Qwen3-32B on h200, TP 4", "KV pool: 5000 blocks, 80,000 tokens (--num-gpu-blocks-override)", "weights"} {
+	for _, want := range []string{"Qwen/Qwen3-32B on h200, TP 4", "KV pool: 5000 blocks, 80,000 tokens (--num-gpu-blocks-override)", "weights",
+		"Step price per operator, ms (decode: 256 rows at 1,024-token context; prefill: one 8,191-token prompt)", "qkv_proj", "step total"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, out)
 		}

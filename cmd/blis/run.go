@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"blis/cluster"
+	"blis/kernel"
 	"blis/metrics"
 	"blis/scenario"
 	"blis/workload"
@@ -301,8 +303,37 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 	}
 	fmt.Fprintf(bw, "Maximum concurrency for %s tokens per request: %.2fx\n",
 		commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
+	printStepPrice(bw, r)
 	return bw.Flush()
 }
+
+// printStepPrice breaks two typical steps down by operator: a decode step
+// of max-num-seqs rows (at most 256) at a 1,024-token context (capped by
+// max-model-len), and one request's prefill of max-num-batched-tokens
+// tokens (capped by max-model-len) from an empty cache.
+func printStepPrice(w io.Writer, r *scenario.Resolved) {
+	ex, ok := r.Pricer.(kernel.Explainer)
+	if !ok {
+		return
+	}
+	n := min(r.Engine.MaxNumSeqs, 256)
+	ctx := min(1024, r.Engine.MaxModelLen-1)
+	dec := kernel.Batch{NumDecode: n, DecodeTokens: n, DecodeContext: int64(n * ctx), Sampled: n}
+	s := min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
+	pre := kernel.Batch{NumPrefill: 1, PrefillTokens: s, PrefillAttnPairs: float64(s) * float64(s+1) / 2, Sampled: 1}
+	d, p := ex.Explain(&dec), ex.Explain(&pre)
+	fmt.Fprintf(w, "Step price per operator, ms (decode: %d rows at %s-token context; prefill: one %s-token prompt):\n",
+		n, commas(ctx), commas(s))
+	fmt.Fprintf(w, "  %-30s %7s %-8s %9s %9s\n", "operator", "layers", "resource", "decode", "prefill")
+	for i := range d {
+		fmt.Fprintf(w, "  %-30s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
+	}
+	bd, bp := r.Pricer.StepTime(&dec), r.Pricer.StepTime(&pre)
+	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "host (CPU side of the step)", "", "host", ms(bd.Host), ms(bp.Host))
+	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "step total", "", "", ms(bd.Total), ms(bp.Total))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func commas(n int) string {
 	s := fmt.Sprint(n)
