@@ -257,7 +257,25 @@ func indexOf(axis []float64, x float64) int {
 
 // loadGEMMGrids attaches every embedded grid file to its chip's laws.
 func loadGEMMGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
-	files, err := fs.Glob(fsys, "coeffs/*.gemm-grid.txt")
+	return loadGridFiles(fsys, byChip, "coeffs/*.gemm-grid.txt", ParseGEMMGrids, func(c *Coefficients, grids []GEMMGrid) error {
+		for _, g := range grids {
+			if _, err := c.GEMMFor(g.Dtype); err != nil {
+				return fmt.Errorf("grid %s: %v", g.Dtype, err)
+			}
+		}
+		if c.GEMMGrids != nil {
+			return fmt.Errorf("chip %q already has GEMM grids from another file", c.Chip)
+		}
+		c.GEMMGrids = grids
+		return nil
+	})
+}
+
+// loadGridFiles parses every embedded file matching pattern and hands its
+// grids to attach with its chip's coefficients; errors name the file.
+func loadGridFiles[G any](fsys fs.FS, byChip map[string]*Coefficients, pattern string,
+	parse func(name string, data []byte) (string, []G, error), attach func(*Coefficients, []G) error) error {
+	files, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return err
 	}
@@ -266,7 +284,7 @@ func loadGEMMGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
 		if err != nil {
 			return err
 		}
-		chip, grids, err := ParseGEMMGrids(path.Base(f), data)
+		chip, grids, err := parse(path.Base(f), data)
 		if err != nil {
 			return err
 		}
@@ -274,15 +292,9 @@ func loadGEMMGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
 		if !ok {
 			return fmt.Errorf("%s: chip %q has no coefficient file", f, chip)
 		}
-		for _, g := range grids {
-			if _, err := c.GEMMFor(g.Dtype); err != nil {
-				return fmt.Errorf("%s: grid %s: %v", f, g.Dtype, err)
-			}
+		if err := attach(c, grids); err != nil {
+			return fmt.Errorf("%s: %v", f, err)
 		}
-		if c.GEMMGrids != nil {
-			return fmt.Errorf("%s: chip %q already has GEMM grids from another file", f, chip)
-		}
-		c.GEMMGrids = grids
 	}
 	return nil
 }

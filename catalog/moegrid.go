@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"path"
 	"strconv"
 	"strings"
 )
@@ -180,32 +179,16 @@ func ParseMoEGrids(name string, data []byte) (chip string, grids []MoEGrid, err 
 
 // loadMoEGrids attaches every embedded MoE grid file to its chip's laws.
 func loadMoEGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
-	files, err := fs.Glob(fsys, "coeffs/*.moe-grid.txt")
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		data, err := fs.ReadFile(fsys, f)
-		if err != nil {
-			return err
-		}
-		chip, grids, err := ParseMoEGrids(path.Base(f), data)
-		if err != nil {
-			return err
-		}
-		c, ok := byChip[chip]
-		if !ok {
-			return fmt.Errorf("%s: chip %q has no coefficient file", f, chip)
-		}
+	return loadGridFiles(fsys, byChip, "coeffs/*.moe-grid.txt", ParseMoEGrids, func(c *Coefficients, grids []MoEGrid) error {
 		for _, g := range grids {
 			if _, err := c.MoEFor(g.Dtype); err != nil {
-				return fmt.Errorf("%s: grid %s: %v", f, g.Dtype, err)
+				return fmt.Errorf("grid %s: %v", g.Dtype, err)
 			}
 		}
 		if c.MoEGrids != nil {
-			return fmt.Errorf("%s: chip %q already has MoE grids from another file", f, chip)
+			return fmt.Errorf("chip %q already has MoE grids from another file", c.Chip)
 		}
 		c.MoEGrids = grids
-	}
-	return nil
+		return nil
+	})
 }

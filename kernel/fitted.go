@@ -254,6 +254,15 @@ type gridRow struct {
 	r    []float64
 }
 
+// newGridRow holds the factors r over an ascending axis of token counts (m).
+func newGridRow(axis, r []float64) *gridRow {
+	row := &gridRow{logM: make([]float64, len(axis)), r: r}
+	for i, x := range axis {
+		row.logM[i] = math.Log(x)
+	}
+	return row
+}
+
 // at returns the factor at ln m, linear in log m between grid points and
 // clamped at the ends.
 func (g *gridRow) at(lm float64) float64 {
@@ -288,10 +297,7 @@ func (r *resolver) moeGrid(l *catalog.MoELaw, s MoEShape) *gridRow {
 	res := g.Row(k.hidden, k.inter, k.topk, k.experts, k.tp, k.ep)
 	var row *gridRow
 	if res != nil {
-		row = &gridRow{logM: make([]float64, len(g.Tokens)), r: res}
-		for i, t := range g.Tokens {
-			row.logM[i] = math.Log(t)
-		}
+		row = newGridRow(g.Tokens, res)
 	}
 	if r.moeRows == nil {
 		r.moeRows = map[moeGridKey]*gridRow{}
@@ -315,10 +321,7 @@ func (r *resolver) gemmGrid(l *catalog.GEMMLaw, n, k float64) *gridRow {
 	if row, ok := r.grids[key]; ok {
 		return row
 	}
-	row := &gridRow{logM: make([]float64, len(g.M)), r: g.Row(n, k)}
-	for i, m := range g.M {
-		row.logM[i] = math.Log(m)
-	}
+	row := newGridRow(g.M, g.Row(n, k))
 	if r.grids == nil {
 		r.grids = map[gridKey]*gridRow{}
 	}
