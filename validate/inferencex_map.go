@@ -147,13 +147,27 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 	if l.PP > 1 {
 		return skip(ReasonPP, fmt.Sprintf("pp_size %d", l.PP))
 	}
-	if l.AttentionDP > 1 {
-		return skip(ReasonDP, fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP))
-	}
 	var notes []string
+	ep := l.MoEEP
+	if l.AttentionDP > 1 {
+		// A recipe whose script has no attention-DP path launched the
+		// row as plain TP whatever the sweep entry said: the dump's
+		// attention_dp_size is a label, and its moe_ep_size = DP × TP
+		// is --enable-expert-parallel over the TP group.
+		var rc *ServeRecipe
+		if row.Backend == BackendVLLM {
+			rc = recipeFor(row)
+		}
+		if rc == nil || rc.NoAttentionDP == "" || l.MoEEP != l.AttentionDP*l.TP {
+			return skip(ReasonDP, fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP))
+		}
+		ep = l.TP
+		notes = append(notes, fmt.Sprintf("attention_dp_size %d, moe_ep_size %d in the dump, launched as TP %d with --enable-expert-parallel (EP %d, DP 1): %s",
+			l.AttentionDP, l.MoEEP, l.TP, ep, rc.NoAttentionDP))
+	}
 	expertParallel := false
-	if l.MoEEP > 1 {
-		if l.MoEEP != l.TP {
+	if ep > 1 {
+		if ep != l.TP {
 			return skip(ReasonEP, fmt.Sprintf("moe_ep_size %d, tp_size %d", l.MoEEP, l.TP))
 		}
 		if !opts.EPAsTP {
@@ -163,7 +177,7 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		// of the experts whole instead of 1/TP of every expert, and the MoE
 		// output is all-reduced over the same group as TP's.
 		expertParallel = true
-		notes = append(notes, fmt.Sprintf("expert parallel %d = TP with attention DP 1: --enable-expert-parallel (expert load imbalance not modelled)", l.MoEEP))
+		notes = append(notes, fmt.Sprintf("expert parallel %d = TP with attention DP 1: --enable-expert-parallel (expert load imbalance not modelled)", ep))
 	}
 
 	conc := l.BatchSize * max(1, l.AttentionDP)

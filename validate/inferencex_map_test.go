@@ -55,7 +55,7 @@ func TestMapSkipReasons(t *testing.T) {
 		id, reason string
 		opts       MapOptions
 	}{
-		{"minimax_h100_dp4", ReasonDP, defaultMap},
+		{"minimax_b200_dp2", ReasonDP, defaultMap},
 		{"kimi_gb200_disagg", ReasonDisagg, defaultMap},
 		{"kimi_b200_tp8", ReasonModel, defaultMap},
 		{"gptoss_gb300", ReasonChip, defaultMap},
@@ -119,11 +119,11 @@ func TestFilter(t *testing.T) {
 		}
 		return n
 	}
-	if n := count(Filter{Hardware: "h100"}); n != 7 {
-		t.Errorf("h100: %d rows, want 7", n)
+	if n := count(Filter{Hardware: "h100"}); n != 6 {
+		t.Errorf("h100: %d rows, want 6", n)
 	}
-	if n := count(Filter{Hardware: "H100_SXM"}); n != 7 {
-		t.Errorf("H100_SXM: %d rows, want 7", n)
+	if n := count(Filter{Hardware: "H100_SXM"}); n != 6 {
+		t.Errorf("H100_SXM: %d rows, want 6", n)
 	}
 	if n := count(Filter{Model: "minimax"}); n != 5 {
 		t.Errorf("minimax: %d rows, want 5", n)
@@ -328,5 +328,50 @@ func TestExpandValue(t *testing.T) {
 		if _, err := expandValue(bad, row, 64); err == nil {
 			t.Errorf("expandValue(%q): no error", bad)
 		}
+	}
+}
+
+// A recipe whose script cannot launch attention DP runs rows the dump
+// labels attention_dp_size N, moe_ep_size N·TP as TP with expert parallel;
+// any other DP row, or a label that does not fit that reading, is skipped.
+func TestMapDPLabelWithoutDPScript(t *testing.T) {
+	base := rowByID(t, readFixture(t), "minimax_h100_tp4_ep4_c4")
+	cases := []struct {
+		name       string
+		dp, ep     int
+		date       string
+		wantReason string
+	}{
+		{"label only", 4, 16, "2026-03-28", ""},
+		{"ep not dp×tp", 4, 8, "2026-03-28", ReasonDP},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			row := *base
+			row.Agg.AttentionDP, row.Agg.MoEEP, row.Agg.BatchSize = c.dp, c.ep, 1
+			row.Source = strings.Replace(row.Source, "2026-03-27", c.date, 1)
+			p, sk := MapRow(&row, defaultMap)
+			if c.wantReason != "" {
+				if sk == nil || sk.Reason != c.wantReason {
+					t.Fatalf("got plan %v skip %+v, want skipped: %s", p != nil, sk, c.wantReason)
+				}
+				return
+			}
+			if sk != nil {
+				t.Fatalf("skipped: %+v", sk)
+			}
+			s := p.Scenario
+			if s.TensorParallelSize != 4 || !s.EnableExpertParallel || p.Concurrency != 4 || s.MaxConcurrency != 4 {
+				t.Errorf("TP %d EP %v concurrency %d/%d, want TP 4 with expert parallel at concurrency 4",
+					s.TensorParallelSize, s.EnableExpertParallel, p.Concurrency, s.MaxConcurrency)
+			}
+			found := false
+			for _, n := range p.Notes {
+				found = found || strings.Contains(n, "launched as TP 4 with --enable-expert-parallel (EP 4, DP 1)")
+			}
+			if !found {
+				t.Errorf("notes %q do not say how the DP label was read", p.Notes)
+			}
+		})
 	}
 }
