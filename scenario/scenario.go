@@ -108,9 +108,17 @@ type Scenario struct {
 }
 
 // Defaults returns vLLM's own defaults (vllm serve / vllm bench serve as of
-// v0.11), which apply to every key a scenario leaves out.
+// v0.11, async scheduling as of v0.14), which apply to every key a scenario
+// leaves out.
 func Defaults() Scenario {
 	return Scenario{
+		// vLLM ≥ 0.14 (vllm/config/vllm.py, SchedulerConfig.async_scheduling
+		// None → True for a generation model with no incompatible option:
+		// speculative methods outside EAGLE/MTP/n-gram/draft-model, an
+		// executor without async support such as Ray). None of those is
+		// modelled, so the default is simply on; --no-async-scheduling is
+		// vLLM ≤ 0.13's behaviour.
+		AsyncScheduling:      true,
 		Model:                "meta-llama/Llama-3.1-8B",
 		Hardware:             "h100",
 		TensorParallelSize:   1,

@@ -356,6 +356,7 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "gpu-memory-utilization", Value: "0.9", Assumed: true, Why: "vLLM default"},
 			{Flag: "kv-cache-dtype", Value: "auto", Assumed: true, Why: "vLLM default"},
 			{Flag: "enable-prefix-caching", Value: "false", Assumed: true, Why: "as InferenceX; immaterial for random prompts"},
+			{Flag: "async-scheduling", Value: "false", Assumed: true, Why: "vLLM 0.12 default (off until vllm#27614 turned it on, v0.14)"},
 		},
 		Source: "none: aiconfigurator gap-analysis collection (not an InferenceX run); vLLM 0.12.0 defaults for the rest",
 	},

@@ -250,7 +250,7 @@ arms:
 		}
 		return out
 	}
-	if got := settings(pg.Arms[0]); !slices.Equal(got, []string{"gpu-memory-utilization", "kv-cache-dtype", "enable-prefix-caching"}) {
+	if got := settings(pg.Arms[0]); !slices.Equal(got, []string{"gpu-memory-utilization", "kv-cache-dtype", "enable-prefix-caching", "async-scheduling"}) {
 		t.Errorf("qwen probes %q", got)
 	}
 	if got := settings(pg.Arms[1]); !slices.Equal(got, []string{"enable-prefix-caching"}) {
