@@ -45,10 +45,16 @@ const (
 	CacheBustSystemPrefix              // before everything, the system prompt included
 )
 
-// Config is one single-replica run.
+// Config is one run against one vLLM deployment.
 type Config struct {
 	Engine engine.Config
 	Pricer kernel.Pricer
+	// DataParallel is --data-parallel-size: that many engines of
+	// Engine's configuration behind vLLM's DP load balancer (0 or 1: one).
+	// Lockstep makes them step together, as a MoE model's ranks do
+	// (dp.go).
+	DataParallel int
+	Lockstep     bool
 	// MaxConcurrency is vllm bench's --max-concurrency: at most this many
 	// requests in flight (0 = no cap); in Lanes mode, the number of lanes.
 	MaxConcurrency int
@@ -109,8 +115,9 @@ type Config struct {
 	// sequential sampler). Nil: each trajectory plays once.
 	Reopen func() (workload.Source, error)
 
-	// AfterStep, when set, is called after every completed step (tests use
-	// it to check invariants). It must not keep the engine pointer.
+	// AfterStep, when set, is called after every completed step of every
+	// engine (tests use it to check invariants). It must not keep the
+	// engine pointer.
 	AfterStep func(now time.Duration, e *engine.Engine)
 }
 
@@ -181,21 +188,30 @@ var ErrStalled = errors.New("cluster: engine stalled with queued work")
 
 // Run replays src against one replica and records timed requests into rec.
 func Run(cfg Config, src workload.Source, rec *metrics.Recorder) (Result, error) {
-	eng, err := engine.New(cfg.Engine)
-	if err != nil {
-		return Result{}, err
+	if cfg.DataParallel < 0 {
+		return Result{}, fmt.Errorf("cluster: data parallel size %d must be ≥ 1", cfg.DataParallel)
+	}
+	engs := make([]*engine.Engine, max(cfg.DataParallel, 1))
+	for i := range engs {
+		var err error
+		if engs[i], err = engine.New(cfg.Engine); err != nil {
+			return Result{}, err
+		}
 	}
 	if cfg.Mode == Lanes && cfg.MaxConcurrency < 1 {
 		return Result{}, errors.New("cluster: lanes need MaxConcurrency ≥ 1 (the number of lanes)")
 	}
-	d := driver{cfg: cfg, eng: eng, src: src, rec: rec, salt: splitmix(uint64(cfg.Seed) ^ 0x5bd1e995),
+	d := driver{cfg: cfg, engs: engs, src: src, rec: rec, salt: splitmix(uint64(cfg.Seed) ^ 0x5bd1e995),
 		windowEnd: never, graceEnd: never, idleAt: never}
+	if len(engs) > 1 && cfg.Lockstep {
+		d.batches = make([]kernel.Batch, len(engs))
+	}
 	return d.run()
 }
 
 type driver struct {
 	cfg  Config
-	eng  *engine.Engine
+	engs []*engine.Engine // one per DP rank
 	src  workload.Source
 	rec  *metrics.Recorder
 	salt uint64
@@ -239,9 +255,10 @@ type driver struct {
 
 	lanes *lanes
 
-	batch kernel.Batch
-	res   Result
-	lastT time.Duration // last timed completion, relative to the timed phase
+	batch   kernel.Batch
+	batches []kernel.Batch // lockstep DP: every rank's batch of the group step
+	res     Result
+	lastT   time.Duration // last timed completion, relative to the timed phase
 }
 
 // followSlot is a follow-up waiting for its release time. A lane's tree
@@ -256,6 +273,7 @@ type followSlot struct {
 
 type flight struct {
 	req  *engine.Request
+	rank int32 // the DP rank serving it
 	lane int32 // −1: no lane
 	pad  int32 // recorded output tokens a one-token warm-up did not generate
 	gen  uint32
@@ -344,10 +362,8 @@ func (d *driver) run() (Result, error) {
 
 	for !d.stopped {
 		d.settle()
-		if !d.eng.Busy() && d.eng.HasWork() {
-			if err := d.startStep(); err != nil {
-				return d.res, err
-			}
+		if err := d.startSteps(); err != nil {
+			return d.res, err
 		}
 		d.watchIdle()
 		t := d.nextControl()
@@ -387,11 +403,11 @@ func (d *driver) run() (Result, error) {
 		if d.lanes != nil {
 			workload.Close(d.lanes.traj.src)
 		}
-	} else if d.eng.HasWork() || d.inFlight > 0 || d.hasNext {
-		return d.res, fmt.Errorf("%w: %d waiting, %d running, %d in flight",
-			ErrStalled, d.eng.Waiting(), d.eng.Running(), d.inFlight)
+	} else if anyWork(d.engs) || d.inFlight > 0 || d.hasNext {
+		w, r, _ := counts(d.engs)
+		return d.res, fmt.Errorf("%w: %d waiting, %d running, %d in flight", ErrStalled, w, r, d.inFlight)
 	}
-	d.res.Engine = d.eng.Stats()
+	d.res.Engine = sumStats(d.engs)
 	if d.timed {
 		d.res.Duration = d.lastT
 	}
@@ -410,7 +426,7 @@ func (d *driver) dispatch(ev sim.Event) {
 		d.releasePending = false
 		d.fill()
 	case evStepEnd:
-		d.endStep()
+		d.endStep(ev.Target)
 	case evFollowUp:
 		d.releaseFollowUp(ev)
 	case evLaneStart:
@@ -539,7 +555,12 @@ func (d *driver) send(r *engine.Request, lane int, pad int) {
 			d.tq = append(d.tq, deadline{at: d.now + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
 		}
 	}
-	if !d.eng.Add(r, d.now) {
+	rank := 0
+	if len(d.engs) > 1 {
+		rank = dpRoute(d.engs)
+	}
+	f.rank = int32(rank)
+	if !d.engs[rank].Add(r, d.now) {
 		d.leave(r)
 	}
 }
@@ -707,7 +728,7 @@ func (d *driver) closeWindow() {
 // session's next turn follows as after any failure); the engine drops it
 // (vLLM aborts the request of a disconnected client).
 func (d *driver) expire(slot int32) {
-	r := d.flights[slot].req
+	r, eng := d.flights[slot].req, d.engs[d.flights[slot].rank]
 	lane, _ := d.release(r)
 	d.inFlight--
 	d.res.TimedOut++
@@ -727,7 +748,7 @@ func (d *driver) expire(slot int32) {
 	d.rec.Finish(m)
 	d.sessionDone(r, 0)
 	r.Tag = tagAborted
-	if d.eng.Abort(r) {
+	if eng.Abort(r) {
 		d.pool = append(d.pool, r) // left the engine at once
 	}
 	if lane >= 0 {
@@ -741,7 +762,7 @@ func (d *driver) expire(slot int32) {
 // waiting or being computed in the timed phase, and disarms it otherwise.
 func (d *driver) watchIdle() {
 	if d.cfg.SystemIdleGapCap <= 0 || !d.timed || d.closed || d.q.Len() == 0 ||
-		d.inFlight > 0 || d.bhead < len(d.blocked) || d.eng.Busy() || d.eng.HasWork() {
+		d.inFlight > 0 || d.bhead < len(d.blocked) || anyBusy(d.engs) || anyWork(d.engs) {
 		d.idleAt = never
 		return
 	}
@@ -774,16 +795,61 @@ func (d *driver) skipIdle() {
 	d.now = ev.At
 }
 
-func (d *driver) startStep() error {
-	rows := d.eng.Schedule(d.now, &d.batch)
-	if rows == 0 {
-		if d.q.Len() == 0 && d.nextControl() == never {
-			return fmt.Errorf("%w: %d waiting, %d running, %d free blocks",
-				ErrStalled, d.eng.Waiting(), d.eng.Running(), d.eng.FreeBlocks())
+// startSteps starts every step that can start now: the group step of a
+// lockstep DP group when no rank is computing, else each idle rank's own.
+func (d *driver) startSteps() error {
+	if d.batches != nil {
+		return d.startGroupStep()
+	}
+	for i, e := range d.engs {
+		if e.Busy() || !e.HasWork() {
+			continue
 		}
+		rows := e.Schedule(d.now, &d.batch)
+		if rows == 0 {
+			if err := d.stalled(); err != nil {
+				return err
+			}
+			continue
+		}
+		d.stepStarted(rows, d.cfg.Pricer.StepTime(&d.batch), i)
+	}
+	return nil
+}
+
+// startGroupStep schedules every rank of a lockstep DP group at once; ranks
+// with nothing to schedule run the dummy batch kernel.GroupStepTime prices.
+func (d *driver) startGroupStep() error {
+	if anyBusy(d.engs) || !anyWork(d.engs) {
 		return nil
 	}
-	bd := d.cfg.Pricer.StepTime(&d.batch)
+	rows := 0
+	for i, e := range d.engs {
+		d.batches[i] = kernel.Batch{}
+		if e.HasWork() {
+			rows += e.Schedule(d.now, &d.batches[i])
+		}
+	}
+	if rows == 0 {
+		return d.stalled()
+	}
+	d.stepStarted(rows, kernel.GroupStepTime(d.cfg.Pricer, d.batches), -1)
+	return nil
+}
+
+// stalled reports a deadlock: work no engine can schedule, and nothing
+// (a step, an event, a client deadline) that could change that.
+func (d *driver) stalled() error {
+	if d.q.Len() == 0 && d.nextControl() == never && !anyBusy(d.engs) {
+		w, r, free := counts(d.engs)
+		return fmt.Errorf("%w: %d waiting, %d running, %d free blocks", ErrStalled, w, r, free)
+	}
+	return nil
+}
+
+// stepStarted accounts a step priced bd and queues its end; rank is the
+// engine stepping, −1 for a lockstep group.
+func (d *driver) stepStarted(rows int, bd kernel.Breakdown, rank int) {
 	if bd.Total <= 0 {
 		bd.Total = time.Nanosecond // time must advance
 	}
@@ -796,12 +862,30 @@ func (d *driver) startStep() error {
 		d.res.StepTime.Total += bd.Total
 		d.rec.AddStep(rows)
 	}
-	d.q.Push(sim.Event{At: d.now + bd.Total, Kind: evStepEnd})
-	return nil
+	d.q.Push(sim.Event{At: d.now + bd.Total, Kind: evStepEnd, Target: rank})
 }
 
-func (d *driver) endStep() {
-	samples := d.eng.Complete(d.now)
+// endStep ends the step of engine rank, or of every computing rank of a
+// lockstep group (rank −1).
+func (d *driver) endStep(rank int) {
+	if rank >= 0 {
+		d.complete(d.engs[rank])
+	} else {
+		for _, e := range d.engs {
+			if e.Busy() {
+				d.complete(e)
+			}
+		}
+	}
+	if d.lanes == nil {
+		d.maybeStartTimed()
+	}
+	d.fill()
+}
+
+// complete ends e's step in flight and hands its tokens to the client.
+func (d *driver) complete(e *engine.Engine) {
+	samples := e.Complete(d.now)
 	timedTokens := 0
 	detailed := d.rec.Detailed()
 	var runGap time.Duration
@@ -843,11 +927,7 @@ func (d *driver) endStep() {
 			d.leave(r)
 		}
 	}
-	if d.lanes == nil {
-		d.maybeStartTimed()
-	}
-	d.fill()
 	if d.cfg.AfterStep != nil {
-		d.cfg.AfterStep(d.now, d.eng)
+		d.cfg.AfterStep(d.now, e)
 	}
 }

@@ -157,6 +157,7 @@ func randomRun(t *testing.T, seed int64, check bool) ([]byte, Result) {
 	if rng.IntN(2) == 0 {
 		cfg.FrontendLatency = time.Duration(rng.IntN(20)) * time.Millisecond
 	}
+	cfg.DataParallel, cfg.Lockstep = 1+rng.IntN(3), rng.IntN(2) == 0
 	if check {
 		cfg.AfterStep = func(_ time.Duration, e *engine.Engine) {
 			if e.HeldBlocks()+e.FreeBlocks() != e.UsableBlocks() {

@@ -59,6 +59,7 @@ const (
 	rowsSampled
 	rowsPrefill
 	rowsDecode
+	rowsGroup // the DP group's gathered tokens (Batch.GroupTokens): MoE and DP collectives
 )
 
 const (
@@ -493,11 +494,12 @@ func (r *resolver) add(op catalog.Op, count float64) {
 		}
 	case catalog.OpMoE:
 		m := op.MoE
-		t.kind = termMoE
+		t.kind, t.rows = termMoE, rowsGroup
+		ways := float64(tp * r.d.dpSize())
 		t.moeSh = MoEShape{Hidden: float64(m.Hidden), Inter: float64(m.Inter), TopK: float64(m.TopK),
-			Experts: float64(m.Experts), TP: float64(tp), EP: 1}
+			Experts: float64(m.Experts), TP: ways, EP: 1}
 		if r.d.ExpertParallel {
-			t.moeSh.TP, t.moeSh.EP = 1, float64(tp)
+			t.moeSh.TP, t.moeSh.EP = 1, ways
 		}
 		if t.moe = r.moeLaw(m.Dtype); t.moe == nil {
 			return
@@ -510,8 +512,15 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			t.bytes /= float64(tp)
 		}
 	case catalog.OpCollective:
-		if op.Group != catalog.GroupTP || tp <= 1 {
-			return // DP/EP groups have one member in a single-replica TP deployment
+		gpus := tp
+		switch {
+		case op.Group == catalog.GroupDP && r.d.dpSize() > 1 && r.d.Model.IsMoE():
+			// vLLM's default all2all backend (allgather_reducescatter):
+			// every DP rank gathers the group's tokens before the experts
+			// and reduce-scatters after, over the DP group.
+			gpus, t.rows = r.d.dpSize(), rowsGroup
+		case op.Group != catalog.GroupTP || tp <= 1:
+			return // the group has one member in this deployment
 		}
 		t.kind, t.bytes, t.lnBytes = termComm, op.BytesPerToken, math.Log(op.BytesPerToken)
 		var small, big *catalog.CommLaw
@@ -529,7 +538,7 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			r.err = fmt.Errorf("no %s law on %s", op.Collective, r.d.Chip.Name)
 			return
 		}
-		t.comm, t.commBig = r.commCurve(small, tp), r.commCurve(big, tp)
+		t.comm, t.commBig = r.commCurve(small, gpus), r.commCurve(big, gpus)
 	default:
 		r.err = fmt.Errorf("operator %q: kind %q has no law", op.Name, op.Kind)
 		return
@@ -583,15 +592,77 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 		return Breakdown{}
 	}
 	mAll, graphed, fullGraph := f.graphFor(tokens, b.NumPrefill == 0)
+	return f.stepTime(b, mAll, graphed, fullGraph)
+}
+
+// GroupStepTime prices one lockstep step of a MoE model's data-parallel
+// group as vLLM runs it (vllm/v1/worker/dp_utils.py
+// coordinate_batch_across_dp, main @ 00746147): the ranks all-reduce their
+// CUDA-graph-padded token counts and the lowest cudagraph mode; unless some
+// rank runs eagerly, every rank pads to the largest count and replays that
+// graph, and the MoE layers see every rank's tokens. A rank with nothing
+// scheduled runs a one-token dummy batch (DPEngineCoreProc
+// execute_dummy_batch). Ranks wait for each other at every MoE layer, so
+// the step lasts as long as its slowest rank. It allocates nothing.
+func (f *fitted) GroupStepTime(bs []Batch) Breakdown {
+	if len(bs) == 0 {
+		return Breakdown{}
+	}
+	var dummy Batch
+	dummy.NumDecode, dummy.DecodeTokens, dummy.DecodeContext = 1, 1, 1
+	rank := func(i int) *Batch {
+		if bs[i].Tokens() <= 0 {
+			return &dummy
+		}
+		return &bs[i]
+	}
+	maxPadded, sum, mode := 0, 0, 2 // mode: 0 eager, 1 piecewise, 2 full graph
+	for i := range bs {
+		b := rank(i)
+		p, graphed, full := f.graphFor(b.Tokens(), b.NumPrefill == 0)
+		maxPadded, sum = max(maxPadded, p), sum+b.Tokens()
+		switch {
+		case !graphed:
+			mode = 0
+		case !full:
+			mode = min(mode, 1)
+		}
+	}
+	group := sum
+	if mode > 0 {
+		group = maxPadded * len(bs)
+	}
+	var out Breakdown
+	for i := range bs {
+		b := *rank(i)
+		b.GroupTokens = group
+		m := b.Tokens()
+		if mode > 0 {
+			m = maxPadded
+		}
+		if bd := f.stepTime(&b, m, mode > 0, mode == 2); bd.Total > out.Total {
+			out = bd
+		}
+	}
+	return out
+}
+
+// stepTime prices b replayed at mAll tokens (after CUDA-graph padding),
+// graphed or eager, as one full graph or piecewise.
+func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown {
 	T := float64(mAll)
+	G := T
+	if b.GroupTokens > 0 {
+		G = float64(b.GroupTokens)
+	}
 	sampled := float64(max(b.Sampled, 0))
 	pre, dec := float64(max(b.PrefillTokens, 0)), float64(max(b.DecodeTokens, 0))
 	decodeCtx, prefillCtx := float64(max(b.DecodeContext, 0)), float64(max(b.PrefillContext, 0))
 	pairs := math.Max(b.PrefillAttnPairs, 0)
 	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
 
-	// ln m of the four row sets, for the residual grids and collectives.
-	lnT, lnS, lnP, lnD := logPos(T), logPos(sampled), logPos(pre), logPos(dec)
+	// ln m of the five row sets, for the residual grids and collectives.
+	lnT, lnS, lnP, lnD, lnG := logPos(T), logPos(sampled), logPos(pre), logPos(dec), logPos(G)
 	var compute, memory, comm float64
 	for i := range f.terms {
 		t := &f.terms[i]
@@ -603,6 +674,8 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 			m, lm = pre, lnP
 		case rowsDecode:
 			m, lm = dec, lnD
+		case rowsGroup:
+			m, lm = G, lnG
 		}
 		if m <= 0 {
 			continue

@@ -269,3 +269,86 @@ func TestFittedExplainSumsToTheStep(t *testing.T) {
 		t.Error("no sliding-window attention row")
 	}
 }
+
+// A MoE model's DP group steps in lockstep: one rank alone prices as
+// StepTime; ranks pad to the largest graph and the experts see every rank's
+// tokens, so a group step costs at least its busiest rank's own step; an
+// idle rank still costs a dummy batch's gathered tokens; the experts split
+// over DP × TP GPUs hold fewer bytes per GPU.
+func TestFittedDataParallelGroup(t *testing.T) {
+	d := deploy(t, "Qwen/Qwen3-30B-A3B", "h100", 2)
+	d.MaxNumSeqs, d.MaxModelLen, d.ExpertParallel = 256, 8192, true
+	one, err := NewFitted(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.DP = 2
+	two, err := NewFitted(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := two.(GroupPricer)
+	dec := Batch{NumDecode: 24, DecodeTokens: 24, DecodeContext: 24 * 1500, Sampled: 24}
+	mixed := mixedBatch()
+	cases := []struct {
+		name string
+		bs   []Batch
+	}{
+		{"decode and idle", []Batch{dec, {}}},
+		{"decode and decode", []Batch{dec, dec}},
+		{"mixed and decode", []Batch{mixed, dec}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := gp.GroupStepTime(c.bs)
+			for i := range c.bs {
+				if own := two.StepTime(&c.bs[i]); g.Total < own.Total {
+					t.Errorf("group step %v shorter than rank %d's own step %v", g.Total, i, own.Total)
+				}
+			}
+			if g.Total != g.Compute+g.Memory+g.Comm+g.Host && !d.AsyncScheduling {
+				t.Errorf("total %v is not the sum of %+v", g.Total, g)
+			}
+		})
+	}
+	// One rank: the group price is the plain step price.
+	for _, b := range []Batch{dec, mixed} {
+		if g, s := one.(GroupPricer).GroupStepTime([]Batch{b}), one.StepTime(&b); g != s {
+			t.Errorf("DP 1 group step %+v != StepTime %+v", g, s)
+		}
+	}
+	// Gathered tokens cost more expert work than a rank's own.
+	alone := two.StepTime(&dec)
+	if g := gp.GroupStepTime([]Batch{dec, dec}); g.Compute <= alone.Compute || g.Comm <= alone.Comm {
+		t.Errorf("two busy ranks %+v vs one rank's own tokens %+v", g, alone)
+	}
+	d.DP = 1
+	w1, _ := WeightBytes(d)
+	d.DP = 2
+	w2, _ := WeightBytes(d)
+	if !(w2 < w1) {
+		t.Errorf("weights per GPU %v GiB at DP 2, %v at DP 1", w2/gib, w1/gib)
+	}
+	// GroupStepTime on a pricer without group pricing: the slowest rank.
+	r, err := NewRoofline(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, s := GroupStepTime(r, []Batch{dec, mixed}), r.StepTime(&mixed); g != s {
+		t.Errorf("roofline group %+v, slowest rank %+v", g, s)
+	}
+}
+
+func TestFittedGroupStepTimeDoesNotAllocate(t *testing.T) {
+	d := deploy(t, "Qwen/Qwen3-30B-A3B", "h100", 2)
+	d.MaxNumSeqs, d.MaxModelLen, d.ExpertParallel, d.DP = 256, 8192, true, 4
+	p, err := NewFitted(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := []Batch{mixedBatch(), mixedBatch(), {}, {NumDecode: 3, DecodeTokens: 3, DecodeContext: 3000, Sampled: 3}}
+	gp := p.(GroupPricer)
+	if n := testing.AllocsPerRun(100, func() { gp.GroupStepTime(bs) }); n != 0 {
+		t.Fatalf("GroupStepTime allocates %v times", n)
+	}
+}

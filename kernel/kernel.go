@@ -27,6 +27,11 @@ type Batch struct {
 	// Sampled is the number of rows that produce a token this step (decode
 	// rows plus prefill rows that finish their prompt).
 	Sampled int
+	// GroupTokens is, in a data-parallel group that steps in lockstep (a
+	// MoE model with --data-parallel-size > 1), the tokens every rank's MoE
+	// layers see: the whole group's, gathered (GroupStepTime sets it; 0
+	// means this batch's own).
+	GroupTokens int
 }
 
 // Tokens is the total number of new tokens in the step.
@@ -49,11 +54,42 @@ type Pricer interface {
 	Name() string // e.g. "roofline-v1"
 }
 
+// GroupPricer prices one lockstep step of a data-parallel group: every
+// rank's batch, the ranks waiting for each other at the MoE layers'
+// collectives. Pricers that cannot (the roofline) are priced per rank by
+// GroupStepTime.
+type GroupPricer interface {
+	GroupStepTime(bs []Batch) Breakdown
+}
+
+// GroupStepTime prices one lockstep data-parallel step with p: p's own
+// group pricing when it has one, else the slowest rank's StepTime (each
+// rank priced on its own tokens only).
+func GroupStepTime(p Pricer, bs []Batch) Breakdown {
+	if g, ok := p.(GroupPricer); ok {
+		return g.GroupStepTime(bs)
+	}
+	var out Breakdown
+	for i := range bs {
+		if bd := p.StepTime(&bs[i]); bd.Total > out.Total {
+			out = bd
+		}
+	}
+	return out
+}
+
 // Deployment is what the kernel needs to know about one vLLM replica.
 type Deployment struct {
 	Model *catalog.Model
 	Chip  *catalog.Chip
 	TP    int // --tensor-parallel-size
+	// DP is --data-parallel-size (0 or 1: none). Each DP rank is an engine
+	// of TP GPUs with its own scheduler and KV cache; a MoE model's experts
+	// are split over all DP × TP GPUs (vllm/model_executor/layers/fused_moe
+	// FusedMoEParallelConfig: EP = DP × TP with --enable-expert-parallel,
+	// else each expert TP-split DP × TP ways), attention and dense layers
+	// over each rank's TP group.
+	DP int
 
 	Quantization string // --quantization ("" = checkpoint's own dtype; "fp8" casts weights to FP8)
 	KVCacheDtype string // --kv-cache-dtype: "auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16"
@@ -78,16 +114,20 @@ type Deployment struct {
 	// AsyncScheduling is --async-scheduling: the engine schedules and
 	// prepares step N+1 while the GPU runs step N.
 	AsyncScheduling bool
-	// ExpertParallel is --enable-expert-parallel with one DP rank: the TP
-	// group's GPUs each hold 1/TP of the experts whole instead of 1/TP of
-	// every expert (vllm/model_executor/layers/fused_moe/layer.py), the
-	// same bytes per GPU; the MoE output is all-reduced over the same group.
+	// ExpertParallel is --enable-expert-parallel: the DP × TP GPUs each
+	// hold 1/(DP·TP) of the experts whole instead of 1/(DP·TP) of every
+	// expert (vllm/model_executor/layers/fused_moe/layer.py), the same bytes
+	// per GPU; with one DP rank the MoE output is all-reduced over the TP
+	// group.
 	ExpertParallel bool
 	// MoEBackend is the fused-MoE kernel family vLLM runs the experts on
 	// when the environment forces one (MoEBackends); "" or "auto" prices
 	// with the law over every kernel measured for the experts' dtype.
 	MoEBackend string
 }
+
+// dpSize is the number of data-parallel ranks (at least 1).
+func (d Deployment) dpSize() int { return max(d.DP, 1) }
 
 // MoEBackends are the kernel families --moe-backend names, as vLLM's
 // environment selects them (vllm/envs.py, model_executor/layers/fused_moe

@@ -84,6 +84,10 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	p.ActivationBytes = s.activationPeak(d, a)
 	p.NonTorchBytes = a.NonTorchBytes
 	p.NCCLBytes = d.Chip.NCCLBytes(d.TP)
+	if d.Model.IsMoE() && d.dpSize() > 1 {
+		// The MoE layers' collectives span the whole DP × TP group.
+		p.NCCLBytes = d.Chip.NCCLBytes(d.TP * d.dpSize())
+	}
 	if !d.EnforceEager {
 		p.CUDAGraphBytes = a.CUDAGraphBytes
 	}

@@ -120,7 +120,9 @@ func newShape(d Deployment) shape {
 	dense := 3 * float64(m.IntermediateSize) / tp
 	s.mlpWidth = dense
 	if m.IsMoE() {
-		s.expert = 3 * H * float64(m.MoEIntermediateSize) / tp
+		// Routed experts are split over every GPU of the DP group
+		// (Deployment.DP); shared experts are a dense MLP of each TP group.
+		s.expert = 3 * H * float64(m.MoEIntermediateSize) / (tp * float64(d.dpSize()))
 		s.sharedExpert = float64(m.NumSharedExperts) * 3 * H * float64(m.SharedExpertIntermediateSize) / tp
 		s.router = H * float64(m.NumExperts)
 		k := float64(m.ExpertsPerToken)

@@ -27,6 +27,9 @@ func Validate(d Deployment) error {
 	if d.TP < 1 {
 		return fmt.Errorf("--tensor-parallel-size %d must be ≥ 1", d.TP)
 	}
+	if d.DP < 0 {
+		return fmt.Errorf("--data-parallel-size %d must be ≥ 1", d.DP)
+	}
 	if d.CUDAGraphMode != "" && !slices.Contains(CUDAGraphModes, d.CUDAGraphMode) {
 		return fmt.Errorf("--compilation-config cudagraph_mode %q: allowed %v", d.CUDAGraphMode, CUDAGraphModes)
 	}

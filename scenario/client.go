@@ -13,6 +13,7 @@ func (r *Resolved) ClientConfig() cluster.Config {
 	s := &r.Scenario
 	cfg := cluster.Config{
 		Engine: r.Engine, Pricer: r.Pricer,
+		DataParallel: s.DataParallelSize, Lockstep: r.Model.IsMoE(),
 		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
 		WarmupRequestsPerLane: s.WarmupRequestsPerLane,
 		TrajectoryStartMin:    s.TrajectoryStartMinRatio,

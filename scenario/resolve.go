@@ -95,7 +95,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		capSize = cc.MaxCaptureSize
 	}
 	r.Deployment = kernel.Deployment{
-		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize,
+		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize, DP: s.DataParallelSize,
 		Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
 		MaxNumBatchedTokens: mnbt, MaxNumSeqs: mns, MaxModelLen: maxLen,
 		BlockSize: s.BlockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
@@ -144,6 +144,7 @@ func (s Scenario) checkRanges() error {
 		v   int
 	}{
 		{"tensor-parallel-size", s.TensorParallelSize},
+		{"data-parallel-size", s.DataParallelSize},
 		{"block-size", s.BlockSize},
 	}
 	if s.Dataset() == workload.DatasetRandom {

@@ -28,6 +28,7 @@ type Scenario struct {
 	Model                     string
 	Hardware                  string
 	TensorParallelSize        int
+	DataParallelSize          int
 	MaxNumSeqs                int // 0 = vLLM's default for the chip
 	MaxNumBatchedTokens       int // 0 = vLLM's default for the chip
 	GPUMemoryUtilization      float64
@@ -122,6 +123,7 @@ func Defaults() Scenario {
 		Model:                "meta-llama/Llama-3.1-8B",
 		Hardware:             "h100",
 		TensorParallelSize:   1,
+		DataParallelSize:     1,
 		GPUMemoryUtilization: 0.9,
 		BlockSize:            16,
 		KVCacheDtype:         "auto",
@@ -189,6 +191,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (case-insensitive) or short alias, e.g. meta-llama/Llama-3.1-70B, qwen3-32b"},
 		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: h100, h200, a100, b200 (h100_sxm style accepted)"},
 		{Name: "tensor-parallel-size", Group: "serve", Value: intValue{&s.TensorParallelSize}, Usage: "GPUs per replica (tensor parallelism); -tp works too"},
+		{Name: "data-parallel-size", Group: "serve", Value: intValue{&s.DataParallelSize}, Usage: "engine ranks of tensor-parallel-size GPUs each, behind vLLM's DP load balancer; a MoE model's ranks step together and split the experts over all their GPUs; -dp works too"},
 		{Name: "max-num-seqs", Group: "serve", Value: intValue{&s.MaxNumSeqs}, Usage: "max running requests per step (0 = vLLM's default for the chip: 1024 on ≥70 GiB non-A100 GPUs, else 256)"},
 		{Name: "max-num-batched-tokens", Group: "serve", Value: intValue{&s.MaxNumBatchedTokens}, Usage: "token budget per step (0 = vLLM's default: 8192 on ≥70 GiB non-A100 GPUs, else 2048)"},
 		{Name: "gpu-memory-utilization", Group: "serve", Value: floatValue{&s.GPUMemoryUtilization}, Usage: "fraction of GPU memory vLLM may use"},
@@ -204,7 +207,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "compilation-config", Group: "serve", Value: stringValue{&s.CompilationConfig}, Usage: `vLLM's compilation config as JSON; BLIS models "cudagraph_mode" and "cudagraph_capture_sizes" / "max_cudagraph_capture_size"`},
 		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph (0: vLLM's default min(2 × max-num-seqs, 512))"},
 		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one"},
-		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the TP group instead of slicing every expert (one DP rank)"},
+		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the DP × TP GPUs instead of slicing every expert"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", ") + " (default random, or --custom-dataset-type)"},

@@ -44,7 +44,8 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 // normalizeArgs accepts vLLM's spellings pflag cannot express: the two-letter
-// short flag -tp (and -tp=N), and underscores in long flag names.
+// short flags -tp and -dp (and -tp=N, -dp=N), and underscores in long flag
+// names.
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))
 	for _, a := range args {
@@ -56,6 +57,10 @@ func normalizeArgs(args []string) []string {
 			a = "--tensor-parallel-size"
 		case strings.HasPrefix(a, "-tp="):
 			a = "--tensor-parallel-size=" + strings.TrimPrefix(a, "-tp=")
+		case a == "-dp":
+			a = "--data-parallel-size"
+		case strings.HasPrefix(a, "-dp="):
+			a = "--data-parallel-size=" + strings.TrimPrefix(a, "-dp=")
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a[2:], "=")
 			a = "--" + strings.ReplaceAll(name, "_", "-")

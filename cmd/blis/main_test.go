@@ -48,6 +48,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{[]string{"run", "--request-rate", "-2"}, 2, "must be > 0"},
 		{[]string{"run", "--num-prompts", "-1"}, 2, "--num-prompts"},
 		{[]string{"run", "--max-concurrency", "-1"}, 2, "--max-concurrency"},
+		{[]string{"run", "-dp", "0"}, 2, "--data-parallel-size"},
 		{[]string{"run", "-tp", "3", "--model", "meta-llama/Llama-3.1-70B", "--hardware", "h200"}, 2, "does not divide num_attention_heads 64"},
 		{[]string{"run", "--model", "meta-llama/Llama-3.1-70B"}, 2, "does not fit"},
 		{[]string{"run", "--model", "llama-3.1-7b"}, 2, "did you mean"},
@@ -117,8 +118,9 @@ func TestScenarioFileFlagsOverrideAndDryRun(t *testing.T) {
 }
 
 func TestNormalizeArgs(t *testing.T) {
-	got := normalizeArgs([]string{"-tp", "2", "-tp=4", "--max_num_seqs=8", "--random_input_len", "5", "x_y.yaml", "--", "--a_b"})
-	want := []string{"--tensor-parallel-size", "2", "--tensor-parallel-size=4", "--max-num-seqs=8", "--random-input-len", "5", "x_y.yaml", "--", "--a_b"}
+	got := normalizeArgs([]string{"-tp", "2", "-tp=4", "-dp", "2", "-dp=3", "--max_num_seqs=8", "--random_input_len", "5", "x_y.yaml", "--", "--a_b"})
+	want := []string{"--tensor-parallel-size", "2", "--tensor-parallel-size=4", "--data-parallel-size", "2", "--data-parallel-size=3",
+		"--max-num-seqs=8", "--random-input-len", "5", "x_y.yaml", "--", "--a_b"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}

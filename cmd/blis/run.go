@@ -195,6 +195,7 @@ type deployment struct {
 	Model                     string  `json:"model"`
 	Hardware                  string  `json:"hardware"`
 	TensorParallelSize        int     `json:"tensor_parallel_size"`
+	DataParallelSize          int     `json:"data_parallel_size"`
 	MaxNumSeqs                int     `json:"max_num_seqs"`
 	MaxNumBatchedTokens       int     `json:"max_num_batched_tokens"`
 	MaxModelLen               int     `json:"max_model_len"`
@@ -226,7 +227,8 @@ type deployment struct {
 func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 	d := deployment{
 		Model: r.Model.ID, Hardware: r.Chip.Name, TensorParallelSize: r.Deployment.TP,
-		MaxNumSeqs: r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
+		DataParallelSize: max(r.Deployment.DP, 1),
+		MaxNumSeqs:       r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
 		MaxModelLen: r.Engine.MaxModelLen, BlockSize: r.Engine.BlockSize,
 		GPUMemoryUtilization: r.Deployment.GPUMemoryUtilization, KVCacheDtype: r.Deployment.KVCacheDtype,
 		Quantization: r.Deployment.Quantization, EnablePrefixCaching: r.Engine.EnablePrefixCaching,
@@ -254,18 +256,34 @@ const gib = float64(1 << 30)
 // logs these two) so a user can compare them with a server log.
 func printStartup(w io.Writer, r *scenario.Resolved) {
 	m := r.Memory
-	fmt.Fprintf(w, "INFO blis %s: %s on %d× %s (TP%d), step model %s\n", buildVersion(), r.Model.ID,
-		r.Deployment.TP, strings.ToUpper(r.Chip.Name), r.Deployment.TP, r.Pricer.Name())
-	fmt.Fprintf(w, "INFO GPU KV cache size: %s tokens\n", commas(m.KVTokens))
-	fmt.Fprintf(w, "INFO Maximum concurrency for %s tokens per request: %.2fx\n",
-		commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
+	d := r.Deployment
+	layout := fmt.Sprintf("TP%d", d.TP)
+	if d.DP > 1 {
+		layout = fmt.Sprintf("DP%d × TP%d", d.DP, d.TP)
+	}
+	fmt.Fprintf(w, "INFO blis %s: %s on %d× %s (%s), step model %s\n", buildVersion(), r.Model.ID,
+		d.TP*max(d.DP, 1), strings.ToUpper(r.Chip.Name), layout, r.Pricer.Name())
+	// With DP every engine core logs its own pool; they are all this size.
+	ranks := 1
+	if d.DP > 1 {
+		ranks = d.DP
+	}
+	for i := 0; i < ranks; i++ {
+		prefix := ""
+		if d.DP > 1 {
+			prefix = fmt.Sprintf("(EngineCore_DP%d) ", i)
+		}
+		fmt.Fprintf(w, "INFO %sGPU KV cache size: %s tokens\n", prefix, commas(m.KVTokens))
+		fmt.Fprintf(w, "INFO %sMaximum concurrency for %s tokens per request: %.2fx\n", prefix,
+			commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
+	}
 }
 
 func printPlan(w io.Writer, r *scenario.Resolved) error {
 	m := r.Memory
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "Deployment: %s on %s, TP %d, block size %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d\n",
-		r.Model.ID, r.Chip.Name, r.Deployment.TP, r.Engine.BlockSize, r.Engine.MaxModelLen, r.Engine.MaxNumSeqs, r.Engine.MaxNumBatchedTokens)
+	fmt.Fprintf(bw, "Deployment: %s on %s, TP %d, DP %d, block size %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d\n",
+		r.Model.ID, r.Chip.Name, r.Deployment.TP, max(r.Deployment.DP, 1), r.Engine.BlockSize, r.Engine.MaxModelLen, r.Engine.MaxNumSeqs, r.Engine.MaxNumBatchedTokens)
 	fmt.Fprintf(bw, "Memory per GPU (GiB):\n")
 	rows := []struct {
 		k string
