@@ -88,8 +88,8 @@ const (
 	ReasonBackend     = "backend not selected (BLIS models vLLM; --backend all simulates other backends as if vLLM)"
 	ReasonDisagg      = "disaggregated prefill/decode: BLIS has no P/D yet"
 	ReasonPP          = "pipeline parallel > 1: BLIS has no PP yet"
-	ReasonDP          = "attention data parallel > 1: BLIS has no DP yet"
-	ReasonEP          = "expert parallel ≠ tensor parallel: BLIS has no DP × EP yet"
+	ReasonDP          = "attention data parallel > 1: no transcribed script says how it was launched"
+	ReasonEP          = "expert parallel ≠ tensor parallel with attention DP 1: no vLLM launch gives that layout"
 	ReasonEPOff       = "expert parallel > 1 skipped (--ep-as-tp=false)"
 	ReasonConcurrency = "batch_size × attention_dp_size disagrees with silicon_concurrency"
 	ReasonDuplicate   = "duplicate: same deployment and same measured numbers as an earlier row"
@@ -148,24 +148,34 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		return skip(ReasonPP, fmt.Sprintf("pp_size %d", l.PP))
 	}
 	var notes []string
-	ep := l.MoEEP
+	ep, tp, dp := l.MoEEP, l.TP, 1
+	var dpArgs []Arg
 	if l.AttentionDP > 1 {
-		// A recipe whose script has no attention-DP path launched the
-		// row as plain TP whatever the sweep entry said: the dump's
-		// attention_dp_size is a label, and its moe_ep_size = DP × TP
-		// is --enable-expert-parallel over the TP group.
 		var rc *ServeRecipe
 		if row.Backend == BackendVLLM {
 			rc = recipeFor(row)
 		}
-		if rc == nil || rc.NoAttentionDP == "" || l.MoEEP != l.AttentionDP*l.TP {
-			return skip(ReasonDP, fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP))
+		dpSkip := fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP)
+		switch {
+		case rc == nil || l.MoEEP != l.AttentionDP*l.TP:
+			return skip(ReasonDP, dpSkip)
+		case rc.NoAttentionDP != "":
+			// The script has no attention-DP path: it launched the row as
+			// plain TP whatever the sweep entry said, and the dump's
+			// moe_ep_size = DP × TP is --enable-expert-parallel over TP.
+			ep = l.TP
+			notes = append(notes, fmt.Sprintf("attention_dp_size %d, moe_ep_size %d in the dump, launched as TP %d with --enable-expert-parallel (EP %d, DP 1): %s",
+				l.AttentionDP, l.MoEEP, l.TP, ep, rc.NoAttentionDP))
+		case rc.DPAttention != nil && l.AttentionDP == l.TP && row.MeasuredDate() >= rc.DPAttention.From:
+			tp, dp, ep = 1, l.TP, 0
+			dpArgs = []Arg{{Flag: "data-parallel-size", Value: strconv.Itoa(dp), Assumed: rc.DPAttention.Assumed}}
+			notes = append(notes, fmt.Sprintf("dp-attn over %d GPUs: --tensor-parallel-size 1 --data-parallel-size %d --enable-expert-parallel (%s)",
+				l.TP, l.TP, rc.DPAttention.Why))
+		default:
+			return skip(ReasonDP, dpSkip)
 		}
-		ep = l.TP
-		notes = append(notes, fmt.Sprintf("attention_dp_size %d, moe_ep_size %d in the dump, launched as TP %d with --enable-expert-parallel (EP %d, DP 1): %s",
-			l.AttentionDP, l.MoEEP, l.TP, ep, rc.NoAttentionDP))
 	}
-	expertParallel := false
+	expertParallel := dp > 1
 	if ep > 1 {
 		if ep != l.TP {
 			return skip(ReasonEP, fmt.Sprintf("moe_ep_size %d, tp_size %d", l.MoEEP, l.TP))
@@ -226,7 +236,7 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 	}
 
 	s := scenario.Defaults()
-	s.Model, s.Hardware, s.TensorParallelSize = p.Checkpoint, p.Chip, l.TP
+	s.Model, s.Hardware, s.TensorParallelSize, s.DataParallelSize = p.Checkpoint, p.Chip, tp, dp
 	s.Quantization = quant
 	settings := map[string]scenario.Setting{}
 	for _, st := range s.Settings() {
@@ -245,7 +255,8 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		return nil
 	}
 	p.Args = append(p.Args, Arg{Flag: "model", Value: p.Checkpoint}, Arg{Flag: "hardware", Value: p.Chip},
-		Arg{Flag: "tensor-parallel-size", Value: strconv.Itoa(l.TP)})
+		Arg{Flag: "tensor-parallel-size", Value: strconv.Itoa(tp)})
+	p.Args = append(p.Args, dpArgs...)
 	if quant != "" {
 		p.Args = append(p.Args, Arg{Flag: "quantization", Value: quant, Assumed: assumedQuant})
 	}

@@ -375,3 +375,27 @@ func TestMapDPLabelWithoutDPScript(t *testing.T) {
 		})
 	}
 }
+
+// A recipe whose script launches dp-attn entries (InferenceX's form) runs
+// rows measured from its DP date as TP 1 × DP = the entry's TP with expert
+// parallel; earlier dp-labelled rows stay skipped.
+func TestMapDPAttentionLaunch(t *testing.T) {
+	base := rowByID(t, readFixture(t), "minimax_b200_dp2")
+	if _, sk := MapRow(base, defaultMap); sk == nil || sk.Reason != ReasonDP {
+		t.Fatalf("2026-04-03 dp row: skip %+v, want %s", sk, ReasonDP)
+	}
+	row := *base
+	row.Source = strings.Replace(row.Source, "2026-04-03", "2026-04-22", 1)
+	p, sk := MapRow(&row, defaultMap)
+	if sk != nil {
+		t.Fatalf("skipped: %+v", sk)
+	}
+	s := p.Scenario
+	if s.TensorParallelSize != 1 || s.DataParallelSize != 2 || !s.EnableExpertParallel || p.Concurrency != 16 {
+		t.Errorf("TP %d DP %d EP %v concurrency %d, want TP 1 DP 2 with expert parallel at 16",
+			s.TensorParallelSize, s.DataParallelSize, s.EnableExpertParallel, p.Concurrency)
+	}
+	if a, ok := argOf(p, "data-parallel-size"); !ok || a.Value != "2" || !a.Assumed {
+		t.Errorf("data-parallel-size arg %+v (present %v), want 2, assumed", a, ok)
+	}
+}

@@ -56,7 +56,26 @@ type ServeRecipe struct {
 	// attention DP, so that rows the dump labels attention_dp_size N with
 	// moe_ep_size N × TP ran as TP with --enable-expert-parallel.
 	NoAttentionDP string `json:"no_attention_dp,omitempty"`
+	// DPAttention, when set, says the recipe's script launches a sweep
+	// entry with dp-attn as InferenceX's MiniMax scripts do.
+	DPAttention *DPLaunch `json:"dp_attention,omitempty"`
 }
+
+// DPLaunch is how an InferenceX script starts a dp-attn entry of TP GPUs:
+// --tensor-parallel-size 1 --data-parallel-size TP --enable-expert-parallel
+// (benchmarks/single_node/minimaxm2.5_fp4_b200.sh @ a52c31a2). The dump
+// writes such a row as tp_size = attention_dp_size = TP, moe_ep_size = TP².
+type DPLaunch struct {
+	From    string `json:"measured_from"` // rows measured before it are not known to have run so
+	Why     string `json:"why"`
+	Assumed bool   `json:"assumed,omitempty"`
+}
+
+// dpFP8Assumed is why the MiniMax FP8 recipes of vLLM 0.19 get the DP path.
+var dpFP8Assumed = &DPLaunch{From: "2026-04-08", Assumed: true,
+	Why: "the FP8 script at these dates is unread; InferenceX's MiniMax FP4 script launches dp-attn entries so from 2026-04-08 " +
+		"(minimaxm2.5_fp4_b200.sh @ 49db2008, a52c31a2), and the FP8 script's 2026-04-03 version has no DP path (its dp-labelled rows of that day " +
+		"measure as the TP + EP rows; they stay skipped)"}
 
 // Common to InferenceX's vLLM single-node scripts unless a recipe says
 // otherwise (shared/data/README.md).
@@ -258,7 +277,8 @@ var inferenceXServe = []ServeRecipe{
 		},
 		Unmodelled: []string{"--stream-interval 20",
 			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-03) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-22)", "--enable-expert-parallel when ep > 1"},
-		Source: "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ bddbf403 (2026-04-03, same-day change) / 8c3eb5b8 (2026-04-22)",
+		Source:      "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ bddbf403 (2026-04-03, same-day change) / 8c3eb5b8 (2026-04-22)",
+		DPAttention: dpFP8Assumed,
 	},
 	{
 		Key: "minimax-fp8-b300-0.19.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b300_sxm", Precision: "fp8", Version: "0.19.0",
@@ -276,7 +296,8 @@ var inferenceXServe = []ServeRecipe{
 		},
 		Unmodelled: []string{"--stream-interval 20",
 			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-17) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-21)", "--enable-expert-parallel when ep > 1"},
-		Source: "benchmarks/single_node/minimaxm2.5_fp8_b300.sh @ dd9c285b (2026-04-17) / 77b259a5 (2026-04-21, same-day change)",
+		Source:      "benchmarks/single_node/minimaxm2.5_fp8_b300.sh @ dd9c285b (2026-04-17) / 77b259a5 (2026-04-21, same-day change)",
+		DPAttention: dpFP8Assumed,
 	},
 	{
 		Key: "minimax-fp4-b200-0.19.0", Model: "MiniMaxAI/MiniMax-M2.5", System: "b200_sxm", Precision: "fp4", Version: "0.19.0",
