@@ -113,7 +113,7 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 			"more than the %.2f GiB left (budget %.2f GiB − weights %.2f GiB − activations %.2f GiB − other %.2f GiB); "+
 			"the largest --max-model-len that fits is %d; use a smaller --max-model-len, a larger --tensor-parallel-size "+
 			"or a higher --gpu-memory-utilization",
-			d.Model.ID, d.TP, d.Chip.Name, d.MaxModelLen, need/gib, p.KVBytes/gib,
+			d.Model.ID, d.TP*d.dpSize(), d.Chip.Name, d.MaxModelLen, need/gib, p.KVBytes/gib,
 			p.BudgetBytes/gib, p.WeightBytes/gib, p.ActivationBytes/gib,
 			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, fitLen)
 	}

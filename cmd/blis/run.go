@@ -339,9 +339,16 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 	dec := kernel.Batch{NumDecode: n, DecodeTokens: n, DecodeContext: int64(n * ctx), Sampled: n}
 	s := min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
 	pre := kernel.Batch{NumPrefill: 1, PrefillTokens: s, PrefillAttnPairs: float64(s) * float64(s+1) / 2, Sampled: 1}
+	group := ""
+	if dp := r.Deployment.DP; dp > 1 && r.Model.IsMoE() {
+		// Every rank of the lockstep group with the same batch: the experts
+		// and the DP collectives see all ranks' tokens.
+		dec.GroupTokens, pre.GroupTokens = dp*n, dp*s
+		group = fmt.Sprintf("; on each of %d DP ranks at once", dp)
+	}
 	d, p := ex.Explain(&dec), ex.Explain(&pre)
-	fmt.Fprintf(w, "Step price per operator, ms (decode: %d rows at %s-token context; prefill: one %s-token prompt):\n",
-		n, commas(ctx), commas(s))
+	fmt.Fprintf(w, "Step price per operator, ms (decode: %d rows at %s-token context; prefill: one %s-token prompt%s):\n",
+		n, commas(ctx), commas(s), group)
 	fmt.Fprintf(w, "  %-30s %7s %-8s %9s %9s\n", "operator", "layers", "resource", "decode", "prefill")
 	for i := range d {
 		fmt.Fprintf(w, "  %-30s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
