@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -266,10 +267,33 @@ func normDtype(s string) (string, float64, bool) {
 	return "", 0, false
 }
 
+// textWrappers are multimodal wrappers whose text decoder the catalog reads
+// from text_config, for text-only serving. Their vision tower is neither
+// counted in the weights nor priced: Kimi-K2.5's MoonViT (27 layers of
+// width 1152, about 0.4 B parameters, against the decoder's 1 T) is under
+// 0.2 % of a GPU's weights at TP 8, and text prompts never run it.
+var textWrappers = map[string]bool{"KimiK25ForConditionalGeneration": true}
+
 func (c cfg) parse(m *Model) error {
 	if _, nested := c.get("text_config"); nested {
 		if _, top := c.get("num_hidden_layers"); !top {
-			return c.errf("text_config", "nested text_config (a multimodal wrapper) is not supported; only text-only decoder configs are")
+			archs, _, err := c.strList("architectures")
+			if err != nil {
+				return err
+			}
+			if len(archs) == 0 || !textWrappers[archs[0]] {
+				return c.errf("text_config", "nested text_config (a multimodal wrapper) is not supported; only text-only decoder configs and the wrappers %s are",
+					strings.Join(sortedKeys(textWrappers), ", "))
+			}
+			text, _, err := c.object("text_config")
+			if err != nil {
+				return err
+			}
+			if err := text.parse(m); err != nil {
+				return err
+			}
+			m.Wrapper = archs[0]
+			return nil
 		}
 	}
 	archs, ok, err := c.strList("architectures")
@@ -848,4 +872,13 @@ func (m *Model) setQuant(method, dtype string, bpp float64, e exclusions) {
 	if e.dense || e.shared {
 		m.DenseWeightBytesPerParam = m.DtypeBytes
 	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -42,7 +42,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"sliding without window", string(cfgJSON(`"layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]`)),
 			[]string{`"sliding_window"`}},
 		{"nested text_config", `{"architectures": ["X"], "model_type": "vl", "text_config": {"num_hidden_layers": 4}}`,
-			[]string{`"text_config"`, "not supported"}},
+			[]string{`"text_config"`, "not supported", "KimiK25ForConditionalGeneration"}},
+		{"wrapped decoder error", `{"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25", "text_config": {"architectures": ["X"], "model_type": "x", "num_hidden_layers": 0}}`,
+			[]string{`"text_config.num_hidden_layers"`, "want ≥ 1"}},
 		{"top-k", string(cfgJSON(`"num_local_experts": 4, "num_experts_per_tok": 5`)), []string{`"num_experts_per_tok"`, "want 1..4"}},
 		{"top-k missing", string(cfgJSON(`"num_local_experts": 4`)), []string{`"num_experts_per_tok"`, "missing"}},
 		{"top-k disagree", string(cfgJSON(`"num_local_experts": 4, "num_experts_per_tok": 2, "experts_per_token": 1`)), []string{`"experts_per_token"`}},
@@ -190,4 +192,24 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted bytes per parameter: %+v", m)
 		}
 	})
+}
+
+// A known vision-language wrapper yields its text decoder, marked as such.
+func TestParseConfigTextWrapper(t *testing.T) {
+	m, err := LookupModel("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Wrapper != "KimiK25ForConditionalGeneration" || m.Architecture != "DeepseekV3ForCausalLM" || m.NumLayers != 61 ||
+		m.NumExperts != 384 || m.KVLoraRank != 512 || m.WeightDtype != "int4" || m.WeightBytesPerParam != 0.5+2.0/32 ||
+		m.AttnWeightBytesPerParam != 2 || m.DenseWeightBytesPerParam != 2 {
+		t.Errorf("Kimi-K2.5 decoder: %+v", m)
+	}
+	g, err := LookupGraph("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(g.Notes, " "), "vision tower is not represented") {
+		t.Errorf("graph notes %q do not say the vision tower is left out", g.Notes)
+	}
 }

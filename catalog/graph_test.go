@@ -400,7 +400,6 @@ func TestLookupGraphTwinAndUnsupported(t *testing.T) {
 		{"deepseek-ai--DeepSeek-V3.2", "lightning indexer"},
 		{"GLM-5-FP8", "DeepSeek sparse attention"},
 		{"qwen/qwen3.5-397b-a17b", "Gated DeltaNet"},
-		{"kimi-k2.5", "nested text_config"},
 		{"Llama-4-Scout-17B-16E-Instruct", "chunked local attention"},
 	} {
 		for _, lookup := range []func(string) error{

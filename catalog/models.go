@@ -87,6 +87,9 @@ var modelTable = []modelEntry{
 		aliases: []string{"mistral-nemo", "mistral-nemo-instruct"}},
 
 	{dir: "MiniMaxAI--MiniMax-M2.5", origin: originAIC},
+	// The DeepSeek-V3-architecture decoder of a vision-language wrapper,
+	// read from text_config (the vision tower is not modelled).
+	{dir: "moonshotai--Kimi-K2.5", origin: originAIC, aliases: []string{"kimi-k2.5"}},
 }
 
 type modelRegistry struct {

@@ -12,6 +12,9 @@ type Model struct {
 
 	Architecture string // architectures[0], e.g. "LlamaForCausalLM"
 	ModelType    string // model_type
+	// Wrapper is the multimodal wrapper (its architectures[0]) when the
+	// decoder was read from its text_config; the vision tower is not modelled.
+	Wrapper string
 
 	NumLayers        int // num_hidden_layers
 	HiddenSize       int

@@ -103,25 +103,52 @@ const (
 	ReasonLimit       = "not run (beyond --limit)"
 )
 
-// dedupKey is every column but id and silicon_data_source.
-func dedupKey(r *InferenceXRow) string {
+// dedupKey is every column but id and silicon_data_source, the measured
+// numbers rounded to round (0: exact).
+func dedupKey(r *InferenceXRow, round float64) string {
+	ttft, tpot := r.TTFTms, r.TPOTms
+	if round > 0 {
+		ttft, tpot = math.Round(ttft/round), math.Round(tpot/round)
+	}
 	return fmt.Sprint(r.Backend, "|", r.BackendVersion, "|", r.ModelPath, "|", r.System, "|", r.Precision, "|",
 		r.Mode, "|", r.ISL, "|", r.OSL, "|", r.GemmQuantMode, "|", r.MoEQuantMode, "|", r.Agg, r.Prefill, r.Decode, "|",
-		math.Float64bits(r.TTFTms), "|", math.Float64bits(r.TPOTms))
+		math.Float64bits(ttft), "|", math.Float64bits(tpot))
 }
 
-// Duplicates maps the index of every row that repeats an earlier one (all
-// columns equal but id and silicon_data_source) to that earlier row's index.
+// dupRound is the precision of the dump's rounded copies: aiconfigurator's
+// gap-analysis files repeat some InferenceX measurements with TTFT and TPOT
+// rounded to 0.01 ms (e.g. kimi-k2.5-gap-analysis.csv, every row a copy of a
+// 2026-03-24 Kimi-K2.5 INT4 B200 run).
+const dupRound = 0.01
+
+// Duplicates maps the index of every row that repeats an earlier one to that
+// earlier row's index: all columns equal but id and silicon_data_source, or
+// equal once rounded to 0.01 ms where one of the two rows was stored so
+// rounded (two runs agreeing to 10 µs in both numbers are one measurement).
 func Duplicates(rows []InferenceXRow) map[int]int {
 	first := map[string]int{}
+	rounded := map[string]int{}
+	isRounded := func(r *InferenceXRow) bool {
+		on := func(x float64) bool { return math.Abs(x/dupRound-math.Round(x/dupRound)) < 1e-6 }
+		return on(r.TTFTms) && on(r.TPOTms)
+	}
 	dup := map[int]int{}
 	for i := range rows {
-		k := dedupKey(&rows[i])
+		r := &rows[i]
+		k := dedupKey(r, 0)
 		if j, ok := first[k]; ok {
 			dup[i] = j
 			continue
 		}
 		first[k] = i
+		rk := dedupKey(r, dupRound)
+		if j, ok := rounded[rk]; ok && (isRounded(r) || isRounded(&rows[j])) {
+			dup[i] = j
+			continue
+		}
+		if _, ok := rounded[rk]; !ok {
+			rounded[rk] = i
+		}
 	}
 	return dup
 }

@@ -57,7 +57,7 @@ func TestMapSkipReasons(t *testing.T) {
 	}{
 		{"minimax_b200_dp2", ReasonDP, defaultMap},
 		{"kimi_gb200_disagg", ReasonDisagg, defaultMap},
-		{"kimi_b200_tp8", ReasonModel, defaultMap},
+		{"glm5_b200_tp8", ReasonModel, defaultMap},
 		{"gptoss_gb300", ReasonChip, defaultMap},
 		{"llama_b200_fp4", fp4, defaultMap},
 		{"dsr1_sglang_b200", ReasonBackend, defaultMap},
@@ -397,5 +397,31 @@ func TestMapDPAttentionLaunch(t *testing.T) {
 	}
 	if a, ok := argOf(p, "data-parallel-size"); !ok || a.Value != "2" || !a.Assumed {
 		t.Errorf("data-parallel-size arg %+v (present %v), want 2, assumed", a, ok)
+	}
+}
+
+// A copy rounded to 0.01 ms is the same measurement; two precise rows that
+// merely agree to 0.01 ms are not.
+func TestDuplicatesRoundedCopies(t *testing.T) {
+	base := *rowByID(t, readFixture(t), "llama_h100_tp4_c4")
+	with := func(ttft, tpot float64) InferenceXRow {
+		r := base
+		r.TTFTms, r.TPOTms = ttft, tpot
+		return r
+	}
+	cases := []struct {
+		name string
+		rows []InferenceXRow
+		want int
+	}{
+		{"rounded copy after", []InferenceXRow{with(134.73297602613457, 10.045052272695978), with(134.73, 10.05)}, 1},
+		{"rounded copy before", []InferenceXRow{with(134.73, 10.05), with(134.73297602613457, 10.045052272695978)}, 1},
+		{"two precise runs", []InferenceXRow{with(134.7312, 10.0451), with(134.7298, 10.0449)}, 0},
+		{"rounded, other numbers", []InferenceXRow{with(134.73297602613457, 10.045052272695978), with(134.74, 10.05)}, 0},
+	}
+	for _, c := range cases {
+		if got := len(Duplicates(c.rows)); got != c.want {
+			t.Errorf("%s: %d duplicates, want %d", c.name, got, c.want)
+		}
 	}
 }

@@ -86,8 +86,30 @@ const (
 
 var noPrefix = ServeArg{Flag: "enable-prefix-caching", Value: "false", Why: srcCommon}
 
-// inferenceXServe is the table. Kimi-K2.5 groups are not transcribed: the
-// catalog has no Kimi-K2.5, so those rows cannot be simulated.
+// kimiInt4Args are the serve settings of InferenceX's Kimi-K2.5 INT4 B200
+// runs of 2026-03-24 (benchmarks/single_node/kimik2.5_int4_b200.sh @ 1cb92d21
+// as shared/data/README.md transcribes it).
+var kimiInt4Args = []ServeArg{
+	{Flag: "gpu-memory-utilization", Value: "0.95"},
+	{Flag: "max-num-seqs", Value: "CONC"},
+	{Flag: "kv-cache-dtype", Value: "auto", Why: "not set in the script (vLLM default)"},
+	{Flag: "enable-prefix-caching", Value: "true", Why: "the script passes no prefix-caching flag, so vLLM's default (on) applies"},
+	{Flag: "moe-backend", Value: "flashinfer", Why: "VLLM_USE_FLASHINFER_MOE_INT4=1 in the script's environment (no FlashInfer INT4 MoE timings: priced with the Marlin INT4 law, said as a substitution)"},
+	{Flag: "async-scheduling", Value: "true", Assumed: true, Why: asyncDefault},
+}
+
+// allAssumed marks every argument assumed (for rows whose run is not
+// documented but that copy a documented group's deployment).
+func allAssumed(args []ServeArg) []ServeArg {
+	out := append([]ServeArg(nil), args...)
+	for i := range out {
+		out[i].Assumed = true
+	}
+	return out
+}
+
+// inferenceXServe is the table. Kimi-K2.5 FP4 groups are not transcribed:
+// the catalog has no FP4 checkpoint of Kimi-K2.5, so those rows are skipped.
 var inferenceXServe = []ServeRecipe{
 	{
 		Key: "llama70b-fp8-h100", Model: "meta-llama/Llama-3.1-70B", System: "h100_sxm", Precision: "fp8", Version: "",
@@ -380,6 +402,24 @@ var inferenceXServe = []ServeRecipe{
 			{Flag: "async-scheduling", Value: "false", Assumed: true, Why: "vLLM 0.12 default (off until vllm#27614 turned it on, v0.14)"},
 		},
 		Source: "none: aiconfigurator gap-analysis collection (not an InferenceX run); vLLM 0.12.0 defaults for the rest",
+	},
+	{
+		Key: "kimi-int4-b200-0.15.1", Model: "moonshotai/Kimi-K2.5", System: "b200_sxm", Precision: "int4", Version: "0.15.1",
+		From: "2026-03-24", To: "2026-03-24",
+		Image:      "vllm/vllm-openai:v0.15.1",
+		Args:       kimiInt4Args,
+		Unmodelled: []string{"compilation_config.pass_config.fuse_allreduce_rms", "--reasoning-parser kimi_k2 --tool-call-parser kimi_k2 (no effect on random prompts)"},
+		Source:     "benchmarks/single_node/kimik2.5_int4_b200.sh @ 1cb92d21 (same-day change)",
+	},
+	{
+		// aiconfigurator's gap analysis of the same deployment (same model,
+		// chip, version, TP 8 and shapes as the 2026-03-24 runs); its own
+		// launch is not documented, so InferenceX's settings are assumed.
+		Key: "kimi-int4-b200-gap", Model: "moonshotai/Kimi-K2.5", System: "b200_sxm", Precision: "int4", Version: "0.15.1",
+		GapAnalysis: true,
+		Args:        allAssumed(kimiInt4Args),
+		Unmodelled:  []string{"compilation_config.pass_config.fuse_allreduce_rms (if set as in InferenceX's run)"},
+		Source:      "none: aiconfigurator gap-analysis collection (kimi-k2.5-gap-analysis.csv); InferenceX's kimik2.5_int4_b200.sh settings assumed",
 	},
 }
 
