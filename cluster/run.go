@@ -186,7 +186,8 @@ type SessionTurn struct {
 // nothing else could change that: a modelling bug, never user input.
 var ErrStalled = errors.New("cluster: engine stalled with queued work")
 
-// Run replays src against one replica and records timed requests into rec.
+// Run replays src against the deployment (one engine, or one per DP rank)
+// and records timed requests into rec.
 func Run(cfg Config, src workload.Source, rec *metrics.Recorder) (Result, error) {
 	if cfg.DataParallel < 0 {
 		return Result{}, fmt.Errorf("cluster: data parallel size %d must be ≥ 1", cfg.DataParallel)
