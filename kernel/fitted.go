@@ -224,21 +224,28 @@ type resolver struct {
 }
 
 type curveKey struct {
-	law  *catalog.CommLaw
-	gpus int
+	law       *catalog.CommLaw
+	gpus      int
+	allReduce bool
 }
 
 // commCurve returns the shared prepared curve of a collective law at a
-// group size, so that terms on the same law compare equal.
-func (r *resolver) commCurve(l *catalog.CommLaw, gpus int) *commCurve {
-	k := curveKey{l, gpus}
+// group size, so that terms on the same law compare equal. A group larger
+// than the chip's node crosses nodes (commCurve.crossNode).
+func (r *resolver) commCurve(l *catalog.CommLaw, gpus int, allReduce bool) *commCurve {
+	k := curveKey{l, gpus, allReduce}
 	if c, ok := r.curves[k]; ok {
 		return c
 	}
 	if r.curves == nil {
 		r.curves = map[curveKey]*commCurve{}
 	}
-	c := newCommCurve(l, gpus)
+	ch := r.d.Chip
+	c := newCommCurve(l, gpus).crossNode(gpus, ch.GPUsPerNode, allReduce, ch.InterNode, ch.P2PLatency)
+	if gpus > ch.GPUsPerNode {
+		r.sub("%s over %d GPUs: crosses nodes of %d; the %d-GPU measured curve plus the NIC's bandwidth (%.0f GB/s per GPU) and latency",
+			l.Op, gpus, ch.GPUsPerNode, ch.GPUsPerNode, ch.InterNode/1e9)
+	}
 	r.curves[k] = &c
 	return &c
 }
@@ -538,7 +545,8 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			r.err = fmt.Errorf("no %s law on %s", op.Collective, r.d.Chip.Name)
 			return
 		}
-		t.comm, t.commBig = r.commCurve(small, gpus), r.commCurve(big, gpus)
+		ar := op.Collective == "all_reduce"
+		t.comm, t.commBig = r.commCurve(small, gpus, ar), r.commCurve(big, gpus, ar)
 	default:
 		r.err = fmt.Errorf("operator %q: kind %q has no law", op.Name, op.Kind)
 		return

@@ -326,6 +326,29 @@ type commCurve struct {
 	slope     []float64 // slope[i] of segment (i, i+1) in log-log
 	// the smallest sample's time, the largest sample's size and time
 	firstS, lastB, lastS float64
+	// Cross-node groups (crossNode): each message also pays xAlpha plus
+	// xPerByte per byte for its inter-node hops; 0 within a node.
+	xAlpha, xPerByte float64
+}
+
+// crossNode extends c to a group of gpus spanning nodes of perNode GPUs:
+// the measured curve is the largest single-node group's, and a ring over
+// several nodes also pushes every byte through each GPU's NIC, (n−1)/n of
+// the message per GPU for a gather or scatter and twice that for an
+// all-reduce (NCCL's ring algorithm), at the chip's inter-node bandwidth,
+// plus one inter-node latency. No measured cross-node collective exists in
+// the data, so this is the NIC's bandwidth law, not a fit.
+func (c commCurve) crossNode(gpus, perNode int, allReduce bool, interBW, latency float64) commCurve {
+	if c.none || gpus <= perNode || perNode < 1 || !(interBW > 0) {
+		return c
+	}
+	n := float64(gpus)
+	f := (n - 1) / n
+	if allReduce {
+		f *= 2
+	}
+	c.xAlpha, c.xPerByte = latency, f/interBW
+	return c
 }
 
 func newCommCurve(l *catalog.CommLaw, gpus int) commCurve {
@@ -349,6 +372,14 @@ func newCommCurve(l *catalog.CommLaw, gpus int) commCurve {
 
 // at prices a message of bytes whose natural log is lnBytes.
 func (c *commCurve) at(bytes, lnBytes float64) float64 {
+	if c.xPerByte > 0 {
+		return c.intra(bytes, lnBytes) + c.xAlpha + c.xPerByte*bytes
+	}
+	return c.intra(bytes, lnBytes)
+}
+
+// intra is the measured single-node price.
+func (c *commCurve) intra(bytes, lnBytes float64) float64 {
 	switch {
 	case c.none:
 		return 0

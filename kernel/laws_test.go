@@ -379,3 +379,41 @@ func BenchmarkLaws(b *testing.B) {
 		}
 	})
 }
+
+// A group within a node keeps its measured curve; one spanning nodes adds
+// one inter-node latency and every byte's (n−1)/n trip through the NIC
+// (twice for an all-reduce).
+func TestCommCurveCrossNode(t *testing.T) {
+	co, err := catalog.LookupCoefficients("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l *catalog.CommLaw
+	for i := range co.Comm {
+		if co.Comm[i].Op == "all_gather" {
+			l = &co.Comm[i]
+		}
+	}
+	if l == nil {
+		t.Fatal("no all_gather law on h100")
+	}
+	const bw, lat, b = 50e9, 5e-6, 4 << 20
+	base, one := newCommCurve(l, 16), newCommCurve(l, 8)
+	intra := base.at(b, math.Log(b))
+	cases := []struct {
+		name      string
+		gpus      int
+		allReduce bool
+		want      float64
+	}{
+		{"one node", 8, false, one.at(b, math.Log(b))},
+		{"two nodes, gather", 16, false, intra + lat + 15.0/16*b/bw},
+		{"two nodes, all-reduce", 16, true, intra + lat + 2*15.0/16*b/bw},
+	}
+	for _, c := range cases {
+		cc := newCommCurve(l, c.gpus).crossNode(c.gpus, 8, c.allReduce, bw, lat)
+		if got := cc.at(b, math.Log(b)); math.Abs(got/c.want-1) > 1e-12 {
+			t.Errorf("%s: %g s, want %g", c.name, got, c.want)
+		}
+	}
+}
