@@ -186,7 +186,7 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		switch {
 		case rc == nil || l.MoEEP != l.AttentionDP*l.TP:
 			return skip(ReasonDP, dpSkip)
-		case rc.NoAttentionDP != "":
+		case rc.NoAttentionDP != "" && (rc.DPAttention == nil || row.MeasuredDate() < rc.DPAttention.From):
 			// The script has no attention-DP path: it launched the row as
 			// plain TP whatever the sweep entry said, and the dump's
 			// moe_ep_size = DP × TP is --enable-expert-parallel over TP.

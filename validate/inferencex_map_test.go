@@ -55,7 +55,7 @@ func TestMapSkipReasons(t *testing.T) {
 		id, reason string
 		opts       MapOptions
 	}{
-		{"minimax_b200_dp2", ReasonDP, defaultMap},
+		{"kimi_b200_dp4", ReasonDP, defaultMap},
 		{"kimi_gb200_disagg", ReasonDisagg, defaultMap},
 		{"glm5_b200_tp8", ReasonModel, defaultMap},
 		{"gptoss_gb300", ReasonChip, defaultMap},
@@ -125,8 +125,8 @@ func TestFilter(t *testing.T) {
 	if n := count(Filter{Hardware: "H100_SXM"}); n != 6 {
 		t.Errorf("H100_SXM: %d rows, want 6", n)
 	}
-	if n := count(Filter{Model: "minimax"}); n != 5 {
-		t.Errorf("minimax: %d rows, want 5", n)
+	if n := count(Filter{Model: "minimax"}); n != 4 {
+		t.Errorf("minimax: %d rows, want 4", n)
 	}
 	if n := count(Filter{Model: "llama-3.1-70b", Hardware: "b200"}); n != 1 {
 		t.Errorf("llama-3.1-70b on b200: %d rows, want 1", n)
@@ -376,27 +376,37 @@ func TestMapDPLabelWithoutDPScript(t *testing.T) {
 	}
 }
 
-// A recipe whose script launches dp-attn entries (InferenceX's form) runs
-// rows measured from its DP date as TP 1 × DP = the entry's TP with expert
-// parallel; earlier dp-labelled rows stay skipped.
+// A MiniMax FP8 0.19 dp-labelled row (tp 2, attention DP 2, EP 4) runs as
+// InferenceX's dp-attn launch from the recipe's DP date, and as the plain
+// TP + EP launch of the script that had no DP path before it.
 func TestMapDPAttentionLaunch(t *testing.T) {
-	base := rowByID(t, readFixture(t), "minimax_b200_dp2")
-	if _, sk := MapRow(base, defaultMap); sk == nil || sk.Reason != ReasonDP {
-		t.Fatalf("2026-04-03 dp row: skip %+v, want %s", sk, ReasonDP)
+	base := *rowByID(t, readFixture(t), "minimax_b200_c4")
+	base.Agg.TP, base.Agg.AttentionDP, base.Agg.MoEEP, base.Agg.BatchSize = 2, 2, 4, 2
+	cases := []struct {
+		date         string
+		tp, dp       int
+		dpArgAssumed bool
+		wantDPArg    bool
+	}{
+		{"2026-04-22", 1, 2, true, true},
+		{"2026-04-03", 2, 1, false, false},
 	}
-	row := *base
-	row.Source = strings.Replace(row.Source, "2026-04-03", "2026-04-22", 1)
-	p, sk := MapRow(&row, defaultMap)
-	if sk != nil {
-		t.Fatalf("skipped: %+v", sk)
-	}
-	s := p.Scenario
-	if s.TensorParallelSize != 1 || s.DataParallelSize != 2 || !s.EnableExpertParallel || p.Concurrency != 16 {
-		t.Errorf("TP %d DP %d EP %v concurrency %d, want TP 1 DP 2 with expert parallel at 16",
-			s.TensorParallelSize, s.DataParallelSize, s.EnableExpertParallel, p.Concurrency)
-	}
-	if a, ok := argOf(p, "data-parallel-size"); !ok || a.Value != "2" || !a.Assumed {
-		t.Errorf("data-parallel-size arg %+v (present %v), want 2, assumed", a, ok)
+	for _, c := range cases {
+		row := base
+		row.Source = strings.Replace(row.Source, "2026-04-22", c.date, 1)
+		p, sk := MapRow(&row, defaultMap)
+		if sk != nil {
+			t.Fatalf("%s: skipped: %+v", c.date, sk)
+		}
+		s := p.Scenario
+		if s.TensorParallelSize != c.tp || s.DataParallelSize != c.dp || !s.EnableExpertParallel || p.Concurrency != 4 {
+			t.Errorf("%s: TP %d DP %d EP %v concurrency %d, want TP %d DP %d with expert parallel at 4",
+				c.date, s.TensorParallelSize, s.DataParallelSize, s.EnableExpertParallel, p.Concurrency, c.tp, c.dp)
+		}
+		a, ok := argOf(p, "data-parallel-size")
+		if ok != c.wantDPArg || (ok && (a.Value != "2" || a.Assumed != c.dpArgAssumed)) {
+			t.Errorf("%s: data-parallel-size arg %+v (present %v)", c.date, a, ok)
+		}
 	}
 }
 

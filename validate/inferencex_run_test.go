@@ -74,7 +74,7 @@ func TestReportNumbers(t *testing.T) {
 		t.Errorf("rows lost")
 	}
 	for _, want := range []string{"Compared: BLIS median TTFT", "[llama70b-fp8-h100]", "--max-num-seqs CONC",
-		"--enable-prefix-caching*", "Skipped rows: 10", "attention data parallel > 1", "line 4 minimax_b200_dp2"} {
+		"--enable-prefix-caching*", "Skipped rows: 10", "attention data parallel > 1", "line 4 kimi_b200_dp4"} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("text lacks %q", want)
 		}

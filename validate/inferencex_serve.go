@@ -74,8 +74,7 @@ type DPLaunch struct {
 // dpFP8Assumed is why the MiniMax FP8 recipes of vLLM 0.19 get the DP path.
 var dpFP8Assumed = &DPLaunch{From: "2026-04-08", Assumed: true,
 	Why: "the FP8 script at these dates is unread; InferenceX's MiniMax FP4 script launches dp-attn entries so from 2026-04-08 " +
-		"(minimaxm2.5_fp4_b200.sh @ 49db2008, a52c31a2), and the FP8 script's 2026-04-03 version has no DP path (its dp-labelled rows of that day " +
-		"measure as the TP + EP rows; they stay skipped)"}
+		"(minimaxm2.5_fp4_b200.sh @ 49db2008, a52c31a2); the FP8 script's 2026-04-03 version has no DP path"}
 
 // Common to InferenceX's vLLM single-node scripts unless a recipe says
 // otherwise (shared/data/README.md).
@@ -299,7 +298,9 @@ var inferenceXServe = []ServeRecipe{
 		},
 		Unmodelled: []string{"--stream-interval 20",
 			"VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl (04-03) / VLLM_FLOAT32_MATMUL_PRECISION=high (04-22)", "--enable-expert-parallel when ep > 1"},
-		Source:      "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ bddbf403 (2026-04-03, same-day change) / 8c3eb5b8 (2026-04-22)",
+		Source: "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ bddbf403 (2026-04-03, same-day change) / 8c3eb5b8 (2026-04-22)",
+		NoAttentionDP: "the script's 2026-04-03 version (VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl, as this group's first day; read in the whn09/InferenceX copy @ 43ae41b7) " +
+			"reads only TP and EP_SIZE, and that day's dp-labelled rows measure within 1.5 % TPOT and 6 % TTFT of its TP + EP rows at equal concurrency",
 		DPAttention: dpFP8Assumed,
 	},
 	{
