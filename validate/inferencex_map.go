@@ -174,48 +174,11 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 	if l.PP > 1 {
 		return skip(ReasonPP, fmt.Sprintf("pp_size %d", l.PP))
 	}
-	var notes []string
-	ep, tp, dp := l.MoEEP, l.TP, 1
-	var dpArgs []Arg
-	if l.AttentionDP > 1 {
-		var rc *ServeRecipe
-		if row.Backend == BackendVLLM {
-			rc = recipeFor(row)
-		}
-		dpSkip := fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP)
-		switch {
-		case rc == nil || l.MoEEP != l.AttentionDP*l.TP:
-			return skip(ReasonDP, dpSkip)
-		case rc.NoAttentionDP != "" && (rc.DPAttention == nil || row.MeasuredDate() < rc.DPAttention.From):
-			// The script has no attention-DP path: it launched the row as
-			// plain TP whatever the sweep entry said, and the dump's
-			// moe_ep_size = DP × TP is --enable-expert-parallel over TP.
-			ep = l.TP
-			notes = append(notes, fmt.Sprintf("attention_dp_size %d, moe_ep_size %d in the dump, launched as TP %d with --enable-expert-parallel (EP %d, DP 1): %s",
-				l.AttentionDP, l.MoEEP, l.TP, ep, rc.NoAttentionDP))
-		case rc.DPAttention != nil && l.AttentionDP == l.TP && row.MeasuredDate() >= rc.DPAttention.From:
-			tp, dp, ep = 1, l.TP, 0
-			dpArgs = []Arg{{Flag: "data-parallel-size", Value: strconv.Itoa(dp), Assumed: rc.DPAttention.Assumed}}
-			notes = append(notes, fmt.Sprintf("dp-attn over %d GPUs: --tensor-parallel-size 1 --data-parallel-size %d --enable-expert-parallel (%s)",
-				l.TP, l.TP, rc.DPAttention.Why))
-		default:
-			return skip(ReasonDP, dpSkip)
-		}
+	lay, reason, detail := launchLayout(row, opts)
+	if reason != "" {
+		return skip(reason, detail)
 	}
-	expertParallel := dp > 1
-	if ep > 1 {
-		if ep != l.TP {
-			return skip(ReasonEP, fmt.Sprintf("moe_ep_size %d, tp_size %d", l.MoEEP, l.TP))
-		}
-		if !opts.EPAsTP {
-			return skip(ReasonEPOff, fmt.Sprintf("moe_ep_size %d = tp_size", l.MoEEP))
-		}
-		// vLLM --enable-expert-parallel with DP 1: each TP rank holds 1/EP
-		// of the experts whole instead of 1/TP of every expert, and the MoE
-		// output is all-reduced over the same group as TP's.
-		expertParallel = true
-		notes = append(notes, fmt.Sprintf("expert parallel %d = TP with attention DP 1: --enable-expert-parallel (expert load imbalance not modelled)", ep))
-	}
+	notes := lay.notes
 
 	conc := l.BatchSize * max(1, l.AttentionDP)
 	if sc := row.SourceField("silicon_concurrency"); sc != "" {
@@ -263,7 +226,7 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 	}
 
 	s := scenario.Defaults()
-	s.Model, s.Hardware, s.TensorParallelSize, s.DataParallelSize = p.Checkpoint, p.Chip, tp, dp
+	s.Model, s.Hardware, s.TensorParallelSize, s.DataParallelSize = p.Checkpoint, p.Chip, lay.tp, lay.dp
 	s.Quantization = quant
 	settings := map[string]scenario.Setting{}
 	for _, st := range s.Settings() {
@@ -282,12 +245,12 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 		return nil
 	}
 	p.Args = append(p.Args, Arg{Flag: "model", Value: p.Checkpoint}, Arg{Flag: "hardware", Value: p.Chip},
-		Arg{Flag: "tensor-parallel-size", Value: strconv.Itoa(tp)})
-	p.Args = append(p.Args, dpArgs...)
+		Arg{Flag: "tensor-parallel-size", Value: strconv.Itoa(lay.tp)})
+	p.Args = append(p.Args, lay.dpArgs...)
 	if quant != "" {
 		p.Args = append(p.Args, Arg{Flag: "quantization", Value: quant, Assumed: assumedQuant})
 	}
-	if expertParallel {
+	if lay.expertParallel {
 		if err := set("enable-expert-parallel", "true", false); err != nil {
 			return skip(ReasonRejected, err.Error())
 		}
@@ -337,6 +300,64 @@ func MapRow(row *InferenceXRow, opts MapOptions) (*Plan, *Skip) {
 	)
 	p.Scenario = s
 	return p, nil
+}
+
+// layout is how a row's deployment was launched: vLLM's tensor and data
+// parallel sizes, whether experts were split whole (--enable-expert-parallel),
+// the data-parallel argument when one was passed, and notes on the reading.
+type layout struct {
+	tp, dp         int
+	expertParallel bool
+	dpArgs         []Arg
+	notes          []string
+}
+
+// launchLayout reads the row's parallelism columns as the launch its recipe's
+// script made, or says why it cannot (a skip reason and detail).
+func launchLayout(row *InferenceXRow, opts MapOptions) (layout, string, string) {
+	l := row.Agg
+	lay := layout{tp: l.TP, dp: 1}
+	ep := l.MoEEP
+	if l.AttentionDP > 1 {
+		var rc *ServeRecipe
+		if row.Backend == BackendVLLM {
+			rc = recipeFor(row)
+		}
+		dpSkip := fmt.Sprintf("attention_dp_size %d, tp %d, moe_ep %d", l.AttentionDP, l.TP, l.MoEEP)
+		switch {
+		case rc == nil || l.MoEEP != l.AttentionDP*l.TP:
+			return lay, ReasonDP, dpSkip
+		case rc.NoAttentionDP != "" && (rc.DPAttention == nil || row.MeasuredDate() < rc.DPAttention.From):
+			// The script has no attention-DP path: it launched the row as
+			// plain TP whatever the sweep entry said, and the dump's
+			// moe_ep_size = DP × TP is --enable-expert-parallel over TP.
+			ep = l.TP
+			lay.notes = append(lay.notes, fmt.Sprintf("attention_dp_size %d, moe_ep_size %d in the dump, launched as TP %d with --enable-expert-parallel (EP %d, DP 1): %s",
+				l.AttentionDP, l.MoEEP, l.TP, ep, rc.NoAttentionDP))
+		case rc.DPAttention != nil && l.AttentionDP == l.TP && row.MeasuredDate() >= rc.DPAttention.From:
+			lay.tp, lay.dp, lay.expertParallel = 1, l.TP, true
+			lay.dpArgs = []Arg{{Flag: "data-parallel-size", Value: strconv.Itoa(lay.dp), Assumed: rc.DPAttention.Assumed}}
+			lay.notes = append(lay.notes, fmt.Sprintf("dp-attn over %d GPUs: --tensor-parallel-size 1 --data-parallel-size %d --enable-expert-parallel (%s)",
+				l.TP, l.TP, rc.DPAttention.Why))
+			return lay, "", ""
+		default:
+			return lay, ReasonDP, dpSkip
+		}
+	}
+	if ep > 1 {
+		if ep != l.TP {
+			return lay, ReasonEP, fmt.Sprintf("moe_ep_size %d, tp_size %d", l.MoEEP, l.TP)
+		}
+		if !opts.EPAsTP {
+			return lay, ReasonEPOff, fmt.Sprintf("moe_ep_size %d = tp_size", l.MoEEP)
+		}
+		// vLLM --enable-expert-parallel with DP 1: each TP rank holds 1/EP
+		// of the experts whole instead of 1/TP of every expert, and the MoE
+		// output is all-reduced over the same group as TP's.
+		lay.expertParallel = true
+		lay.notes = append(lay.notes, fmt.Sprintf("expert parallel %d = TP with attention DP 1: --enable-expert-parallel (expert load imbalance not modelled)", ep))
+	}
+	return lay, "", ""
 }
 
 // servedCheckpoint is the checkpoint InferenceX served for row: its
