@@ -416,3 +416,22 @@ func TestQwen3MoEFP8StartupComponents(t *testing.T) {
 	}
 	t.Logf("weights %.2f GiB (vLLM 27.72), activation %.2f GiB (vLLM 1.4)", p.WeightBytes/gib, p.ActivationBytes/gib)
 }
+
+// fused_moe's buffers hold whole experts' intermediates under expert
+// parallelism and every DP rank's tokens under DP, so a forward-bound
+// profile peak grows with both.
+func TestActivationPeakMoEParallelism(t *testing.T) {
+	peak := func(ep bool, dp int) float64 {
+		d := deploy(t, "Qwen/Qwen3-30B-A3B", "h100", 2)
+		d.MaxNumSeqs, d.MaxNumBatchedTokens, d.MaxModelLen, d.ExpertParallel, d.DP = 8, 16384, 16384, ep, dp
+		p, err := PlanMemory(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ActivationBytes
+	}
+	tpSplit, ep, epDP2 := peak(false, 1), peak(true, 1), peak(true, 2)
+	if !(tpSplit < ep && ep < epDP2) {
+		t.Errorf("activation peak GiB: TP-split %.2f, EP %.2f, EP with DP 2 %.2f; want increasing", tpSplit/gib, ep/gib, epDP2/gib)
+	}
+}

@@ -126,8 +126,17 @@ func newShape(d Deployment) shape {
 		s.sharedExpert = float64(m.NumSharedExperts) * 3 * H * float64(m.SharedExpertIntermediateSize) / tp
 		s.router = H * float64(m.NumExperts)
 		k := float64(m.ExpertsPerToken)
-		// fused_moe holds [tokens, k, 2I/TP], [tokens, k, I/TP] and [tokens, k, H].
-		moe := k*(3*float64(m.MoEIntermediateSize)/tp+H) + 3*float64(m.NumSharedExperts*m.SharedExpertIntermediateSize)/tp
+		// fused_moe holds [M, k, 2I'], [M, k, I'] and [M, k, H] for the M
+		// tokens the layer sees, I' each expert's intermediate on this GPU:
+		// I/(TP·DP) when experts are TP-split, I with expert parallelism
+		// (whole experts). With DP the layer sees every rank's tokens
+		// (M = DP × the rank's), so the width per rank token scales by DP.
+		dp := float64(d.dpSize())
+		inter := float64(m.MoEIntermediateSize) / (tp * dp)
+		if d.ExpertParallel {
+			inter = float64(m.MoEIntermediateSize)
+		}
+		moe := dp*k*(3*inter+H) + 3*float64(m.NumSharedExperts*m.SharedExpertIntermediateSize)/tp
 		if s.Ldense == 0 || moe > dense {
 			s.mlpWidth = moe
 		}
