@@ -154,3 +154,21 @@ func TestMooncakeTraceReplay(t *testing.T) {
 		t.Fatalf("a trace replays every record with no cap from the default scenario:\n%s", out)
 	}
 }
+
+// Data parallel: every DP rank logs its own KV pool as vLLM's engine cores
+// do, and the run is byte-identical twice.
+func TestRunDataParallel(t *testing.T) {
+	args := append([]string{"run", "--model", "qwen3-30b-a3b", "-dp", "2", "--enable-expert-parallel", "--max-model-len", "4096"}, small...)
+	code, out, errOut := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"(DP2 × TP1)", "(EngineCore_DP0) GPU KV cache size:", "(EngineCore_DP1) GPU KV cache size:"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if _, out2, _ := runCLI(t, args...); out2 != out {
+		t.Error("two identical DP runs printed different results")
+	}
+}
