@@ -327,6 +327,11 @@ func (d *driver) newRequest(w *workload.Request, tag int, salt uint64) *engine.R
 		r = &engine.Request{}
 	}
 	r.ID = w.Index
+	// Warm-ups copy the first request: none of them is private, and nor is
+	// the timed request they copy. Lanes may replay the corpus (wrap-around),
+	// so nothing they send is private.
+	r.Private = w.Unique && tag == tagTimed && d.cfg.Mode != Lanes &&
+		(d.cfg.NumWarmups == 0 || w.Index != d.first.Index)
 	r.Prompt = append(r.Prompt, w.Prompt...)
 	r.PromptLen = w.InputLen
 	r.MaxTokens = w.OutputLen

@@ -244,3 +244,61 @@ func TestFrontendLatencyDelaysResponsesAndTheClosedLoop(t *testing.T) {
 		})
 	}
 }
+
+// notUnique hides a source's uniqueness promise.
+type notUnique struct{ workload.Source }
+
+func (s notUnique) Next(r *workload.Request) bool {
+	ok := s.Source.Next(r)
+	r.Unique = false
+	return ok
+}
+
+// Keeping private requests' blocks out of the prefix-cache table until
+// their first preemption (engine.Request.Private) is invisible: under heavy
+// preemption every metric and engine counter equals the run that lists
+// every block as it fills.
+func TestPrivateRequestsChangeNothing(t *testing.T) {
+	var preemptions, evictions int64
+	for seed := int64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		spec := workload.DefaultRandomSpec()
+		spec.InputLen, spec.OutputLen, spec.RangeRatio = 16+rng.IntN(500), 1+rng.IntN(200), 0.6
+		spec.NumPrompts = 100 + rng.IntN(200)
+		ec := engCfg()
+		ec.MaxNumSeqs, ec.MaxNumBatchedTokens, ec.NumGPUBlocks = 1+rng.IntN(64), 64+rng.IntN(1024), 60+rng.IntN(200)
+		ec.MaxModelLen = 1500
+		ec.AsyncScheduling = rng.IntN(2) == 0
+		cfg := Config{Engine: ec, Pricer: constPricer{step: 2 * time.Millisecond, perToken: 10 * time.Microsecond},
+			MaxConcurrency: 1 + rng.IntN(60), NumWarmups: rng.IntN(3), Seed: seed, DataParallel: 1 + rng.IntN(2)}
+		run := func(hide bool) ([]byte, Result) {
+			src, err := workload.NewRandom(spec, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hide {
+				src = notUnique{src}
+			}
+			rec := newRec(t, true)
+			res, err := Run(cfg, src, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := metrics.WriteJSON(&buf, rec.Summarize(metrics.SummaryInput{Duration: res.Duration}), true); err != nil {
+				t.Fatal(err)
+			}
+			return buf.Bytes(), res
+		}
+		a, ra := run(false)
+		b, rb := run(true)
+		if !bytes.Equal(a, b) || ra.Engine != rb.Engine {
+			t.Fatalf("seed %d: private requests changed the run: engine %+v vs %+v", seed, ra.Engine, rb.Engine)
+		}
+		preemptions += ra.Engine.Preemptions
+		evictions += ra.Engine.Evictions
+	}
+	if preemptions == 0 || evictions == 0 {
+		t.Fatalf("the seeds never preempted (%d) or evicted (%d): the test checks nothing", preemptions, evictions)
+	}
+}

@@ -29,6 +29,10 @@ type block struct {
 	ref        int32  // reference count
 	prev, next int32  // free-queue links (-1 = none)
 	inQ        bool   // in the free queue
+	// private: full and cached in vLLM's sense, but left out of the hash
+	// table because only its private request could look it up (Request.Private);
+	// its reuse still counts as an eviction.
+	private bool
 }
 
 func newBlockPool(numBlocks int, caching bool) *blockPool {
@@ -92,6 +96,9 @@ func (p *blockPool) take(n int, dst []int32) []int32 {
 		if k.hash != 0 {
 			p.cached.del(k.hash, b) // only the block a hash maps to carries it
 			k.hash = 0
+			p.evictions++
+		} else if k.private {
+			k.private = false
 			p.evictions++
 		}
 		k.ref = 1

@@ -288,7 +288,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			}
 			hits := e.hitBuf[:0]
 			hitBlocks := 0
-			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching {
+			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching && !e.unlisted(r) {
 				if e.hybrid {
 					hitBlocks = e.longestHitHybrid(r)
 				} else {
@@ -421,10 +421,25 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 
 // cacheFull registers the hashes of r's blocks that the first upto tokens
 // fill (vLLM's cache_full_blocks).
+//
+// A private request that has never been preempted (unlisted) only marks
+// them: nobody else can look its content up, and it looks its own blocks up
+// only after a preemption, so they are registered then (listPrivate),
+// before they are freed. Until then the table never holds them, which
+// saves hashing and two table operations per block and changes nothing a
+// lookup can see: no other block holds a private request's hashes before
+// its first preemption, so every registration succeeds whenever it happens.
 func (e *Engine) cacheFull(r *Request, upto int) {
 	bs := e.cfg.BlockSize
 	full := upto / bs
 	if full <= r.kv.numCached {
+		return
+	}
+	if e.unlisted(r) {
+		for k := r.kv.numCached; k < full; k++ {
+			e.pool.blk[r.kv.blocks[k]].private = true
+		}
+		r.kv.numCached = full
 		return
 	}
 	r.extendHashes(full*bs, bs)
@@ -434,9 +449,30 @@ func (e *Engine) cacheFull(r *Request, upto int) {
 	r.kv.numCached = full
 }
 
+// unlisted reports whether r's full blocks stay out of the hash table
+// (cacheFull): a private request of a plain model, never preempted.
+func (e *Engine) unlisted(r *Request) bool {
+	return r.Private && r.Preemptions == 0 && !e.hybrid && e.cfg.EnablePrefixCaching
+}
+
+// listPrivate registers the blocks cacheFull only marked for r, as vLLM
+// would have when they filled.
+func (e *Engine) listPrivate(r *Request) {
+	bs, n := e.cfg.BlockSize, r.kv.numCached
+	r.extendHashes(n*bs, bs)
+	for k := 0; k < n; k++ {
+		b := r.kv.blocks[k]
+		e.pool.blk[b].private = false
+		e.pool.register(b, r.hashes[k])
+	}
+}
+
 // preempt frees r's blocks and puts it back at the head of the waiting queue
 // for recomputation (vLLM's _preempt_request, RECOMPUTE mode).
 func (e *Engine) preempt(r *Request) {
+	if e.unlisted(r) {
+		e.listPrivate(r)
+	}
 	e.freeBlocks(r)
 	r.NumComputed = 0
 	r.Status = StatusPreempted

@@ -52,6 +52,11 @@ type Request struct {
 	SessionID uint64
 	Turn      int
 	Final     bool
+	// Private says no other request shares any of r's content (its prompt
+	// segments and its output are its own), so no other request can ever
+	// find r's blocks in the prefix cache (driver-owned; see
+	// Engine.cacheFull for what the engine saves with it).
+	Private bool
 
 	scheduledOnce bool
 	abortPending  bool     // Abort arrived while r was in the step in flight

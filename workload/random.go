@@ -223,6 +223,7 @@ func (s *randomSource) Next(r *Request) bool {
 	r.InputLen = s.fixedLen + in
 	r.OutputLen = out
 	r.Prompt = s.buf[:np]
+	r.Unique = s.nFixed == 0
 	return true
 }
 

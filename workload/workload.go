@@ -124,6 +124,11 @@ type Request struct {
 	// that makes each session's first user message unique (aiperf's
 	// --cache-bust first_turn_prefix) inserts its marker after them.
 	SystemSegments int
+	// Unique says no other request of the source shares any of this one's
+	// prompt segments (a random prompt with no shared prefix), so nothing
+	// else can ever hit its blocks in a prefix cache. Sources that cannot
+	// promise it leave it false.
+	Unique bool
 }
 
 // Source yields requests in send order. Next fills *r and returns false when
