@@ -70,12 +70,35 @@ func bracket(axis []float64, x float64) (lo, hi int, w float64) {
 }
 
 // GEMMGridFor returns the residual grid of a GEMM law's dtype, or nil.
-func (c *Coefficients) GEMMGridFor(dtype string) *GEMMGrid {
-	for i := range c.GEMMGrids {
-		if c.GEMMGrids[i].Dtype == dtype {
-			return &c.GEMMGrids[i]
+func (c *Coefficients) GEMMGridFor(dtype string) *GEMMGrid { return gridFor(c.GEMMGrids, dtype) }
+
+func (g GEMMGrid) gridDtype() string { return g.Dtype }
+
+// dtypeGrid is a residual grid of one law, named by the law's dtype.
+type dtypeGrid interface{ gridDtype() string }
+
+// gridFor returns the grid of grids for dtype, or nil.
+func gridFor[G dtypeGrid](grids []G, dtype string) *G {
+	for i := range grids {
+		if grids[i].gridDtype() == dtype {
+			return &grids[i]
 		}
 	}
+	return nil
+}
+
+// attachGrids checks that every grid of one file has its law on chip c
+// (law) and that the chip has no grids of this kind yet, then sets *dst.
+func attachGrids[G dtypeGrid](c *Coefficients, kind string, dst *[]G, grids []G, law func(dtype string) error) error {
+	for _, g := range grids {
+		if err := law(g.gridDtype()); err != nil {
+			return fmt.Errorf("grid %s: %v", g.gridDtype(), err)
+		}
+	}
+	if *dst != nil {
+		return fmt.Errorf("chip %q already has %s grids from another file", c.Chip, kind)
+	}
+	*dst = grids
 	return nil
 }
 
@@ -258,16 +281,7 @@ func indexOf(axis []float64, x float64) int {
 // loadGEMMGrids attaches every embedded grid file to its chip's laws.
 func loadGEMMGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
 	return loadGridFiles(fsys, byChip, "coeffs/*.gemm-grid.txt", ParseGEMMGrids, func(c *Coefficients, grids []GEMMGrid) error {
-		for _, g := range grids {
-			if _, err := c.GEMMFor(g.Dtype); err != nil {
-				return fmt.Errorf("grid %s: %v", g.Dtype, err)
-			}
-		}
-		if c.GEMMGrids != nil {
-			return fmt.Errorf("chip %q already has GEMM grids from another file", c.Chip)
-		}
-		c.GEMMGrids = grids
-		return nil
+		return attachGrids(c, "GEMM", &c.GEMMGrids, grids, func(dtype string) error { _, err := c.GEMMFor(dtype); return err })
 	})
 }
 

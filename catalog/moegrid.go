@@ -48,14 +48,9 @@ func (g *MoEGrid) Row(hidden, inter, topk, experts, tp, ep float64) []float64 {
 }
 
 // MoEGridFor returns the residual grid of a MoE law's dtype, or nil.
-func (c *Coefficients) MoEGridFor(dtype string) *MoEGrid {
-	for i := range c.MoEGrids {
-		if c.MoEGrids[i].Dtype == dtype {
-			return &c.MoEGrids[i]
-		}
-	}
-	return nil
-}
+func (c *Coefficients) MoEGridFor(dtype string) *MoEGrid { return gridFor(c.MoEGrids, dtype) }
+
+func (g MoEGrid) gridDtype() string { return g.Dtype }
 
 // MoEGridFile is the file name of a chip's MoE residual grids.
 func MoEGridFile(chip string) string { return chip + ".moe-grid.txt" }
@@ -180,15 +175,6 @@ func ParseMoEGrids(name string, data []byte) (chip string, grids []MoEGrid, err 
 // loadMoEGrids attaches every embedded MoE grid file to its chip's laws.
 func loadMoEGrids(fsys fs.FS, byChip map[string]*Coefficients) error {
 	return loadGridFiles(fsys, byChip, "coeffs/*.moe-grid.txt", ParseMoEGrids, func(c *Coefficients, grids []MoEGrid) error {
-		for _, g := range grids {
-			if _, err := c.MoEFor(g.Dtype); err != nil {
-				return fmt.Errorf("grid %s: %v", g.Dtype, err)
-			}
-		}
-		if c.MoEGrids != nil {
-			return fmt.Errorf("chip %q already has MoE grids from another file", c.Chip)
-		}
-		c.MoEGrids = grids
-		return nil
+		return attachGrids(c, "MoE", &c.MoEGrids, grids, func(dtype string) error { _, err := c.MoEFor(dtype); return err })
 	})
 }
