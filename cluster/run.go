@@ -864,6 +864,7 @@ func (d *driver) stepStarted(rows int, bd kernel.Breakdown, rank int) {
 		d.res.StepTime.Compute += bd.Compute
 		d.res.StepTime.Memory += bd.Memory
 		d.res.StepTime.Comm += bd.Comm
+		d.res.StepTime.Launch += bd.Launch
 		d.res.StepTime.Host += bd.Host
 		d.res.StepTime.Total += bd.Total
 		d.rec.AddStep(rows)

@@ -18,13 +18,26 @@ type FittedAssumptions struct {
 	// full CUDA graph (scheduling, input preparation, graph launch, output
 	// processing): 0.4 ms, as roofline-v1 (no measured host data yet).
 	HostStepGraphed time.Duration
-	// HostStepPiecewise is the same for a step run as piecewise CUDA graphs
-	// with attention launched eagerly between them (vLLM's mixed
-	// prefill/decode batches): 1.5 ms.
-	HostStepPiecewise time.Duration
+	// HostPiecewisePerLayer is what a step run as piecewise CUDA graphs
+	// (attention launched eagerly between one graph per layer: vLLM's
+	// PIECEWISE mode, and FULL_AND_PIECEWISE's mixed batches) costs the CPU
+	// on top of HostStepGraphed, per decoder layer: 75 µs, the measured
+	// PIECEWISE − FULL step difference of Qwen3-0.6B (28 layers, host-bound:
+	// 3.64 − 1.53 ms at batch 1, 3.79 − 1.60 at 16; B200, vLLM 0.23,
+	// vllm-project/vllm#47089).
+	HostPiecewisePerLayer time.Duration
+	// PiecewiseGapPerLayer is the GPU's idle time per decoder layer in the
+	// same mode, when the GPU is the bottleneck: the graph launch and the
+	// eager attention kernels between graphs do not start back to back as
+	// inside one graph. 7 µs, the measured PIECEWISE − FULL step difference
+	// of Qwen3-235B-A22B-FP8 on 2 GPUs (94 layers, GPU-bound: 13.37 − 12.70
+	// ms at batch 1, vllm-project/vllm#47089; batch 16 measured 16 µs per
+	// layer with ±1.1 ms run-to-run spread).
+	PiecewiseGapPerLayer time.Duration
 	// HostStepEager is the same for a fully eager step (--enforce-eager, or
-	// a batch above the largest capture size): 1.5 ms plus each kernel's
-	// launch floor, which the laws' T0 already carries.
+	// a batch above the largest capture size): 1.5 ms, and never less than
+	// the piecewise step's (eager launches every kernel a piecewise graph
+	// holds); each kernel's launch floor is in the laws' T0.
 	HostStepEager time.Duration
 	// HostPerSampledToken is sampling, detokenisation and output handling
 	// per row that produces a token: 2 µs.
@@ -46,7 +59,8 @@ type FittedAssumptions struct {
 // DefaultFittedAssumptions are the values NewFitted uses.
 var DefaultFittedAssumptions = FittedAssumptions{
 	HostStepGraphed:         400 * time.Microsecond,
-	HostStepPiecewise:       1500 * time.Microsecond,
+	HostPiecewisePerLayer:   75 * time.Microsecond,
+	PiecewiseGapPerLayer:    7 * time.Microsecond,
 	HostStepEager:           1500 * time.Microsecond,
 	HostPerSampledToken:     2 * time.Microsecond,
 	ElementwiseFloor:        2 * time.Microsecond,
@@ -115,6 +129,7 @@ type fitted struct {
 	subs           []string
 	hostGraphed    time.Duration
 	hostPiecewise  time.Duration
+	gapPiecewise   time.Duration
 	hostEager      time.Duration
 	hostPerSampled time.Duration
 	elemFloor      float64
@@ -149,9 +164,17 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	}
 	f := &fitted{
 		memBW: d.Chip.MemBW * d.Chip.MemBWEfficiency, a: a, mode: mode, async: d.AsyncScheduling,
-		hostGraphed: a.HostStepGraphed, hostPiecewise: a.HostStepPiecewise, hostEager: a.HostStepEager,
-		hostPerSampled: a.HostPerSampledToken, elemFloor: a.ElementwiseFloor.Seconds(),
+		hostGraphed: a.HostStepGraphed, hostPerSampled: a.HostPerSampledToken, elemFloor: a.ElementwiseFloor.Seconds(),
 	}
+	// One piecewise graph per decoder layer: vLLM splits the compiled model
+	// at every attention op (CompilationConfig.splitting_ops).
+	layers := 0
+	for _, lk := range g.Layers {
+		layers += lk.Count
+	}
+	f.hostPiecewise = a.HostStepGraphed + time.Duration(layers)*a.HostPiecewisePerLayer
+	f.gapPiecewise = time.Duration(layers) * a.PiecewiseGapPerLayer
+	f.hostEager = max(a.HostStepEager, f.hostPiecewise)
 	maxCap := a.MaxCUDAGraphTokens
 	if d.MaxCUDAGraphCaptureSize > 0 {
 		maxCap = d.MaxCUDAGraphCaptureSize
@@ -747,21 +770,22 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 		}
 	}
 
-	host := f.hostEager
+	host, gaps := f.hostEager, time.Duration(0)
 	switch {
 	case fullGraph:
 		host = f.hostGraphed
 	case graphed:
-		host = f.hostPiecewise
+		host, gaps = f.hostPiecewise, f.gapPiecewise
 	}
 	host += time.Duration(sampled) * f.hostPerSampled
 
-	out := Breakdown{Compute: seconds(compute), Memory: seconds(memory), Comm: seconds(comm), Host: host}
-	out.Total = out.Compute + out.Memory + out.Comm + out.Host
+	out := Breakdown{Compute: seconds(compute), Memory: seconds(memory), Comm: seconds(comm), Launch: gaps, Host: host}
+	gpu := out.Compute + out.Memory + out.Comm + out.Launch
+	out.Total = gpu + out.Host
 	if f.async {
 		// --async-scheduling: the CPU work of the next step overlaps this
 		// step's GPU work, so the slower of the two sets the pace.
-		out.Total = max(out.Compute+out.Memory+out.Comm, out.Host)
+		out.Total = max(gpu, out.Host)
 	}
 	return out
 }

@@ -144,20 +144,27 @@ func TestFittedCUDAGraphModes(t *testing.T) {
 	}
 	a := DefaultFittedAssumptions
 	sampled := 8 * a.HostPerSampledToken
+	// Llama-3.1-8B has 32 decoder layers: one piecewise graph each.
+	piecewise := a.HostStepGraphed + 32*a.HostPiecewisePerLayer
 	for _, tc := range []struct {
 		mode string
 		b    Batch
 		want time.Duration
+		gaps time.Duration
 	}{
-		{"", decode, a.HostStepGraphed},
-		{"FULL_AND_PIECEWISE", mixed, a.HostStepPiecewise},
-		{"PIECEWISE", decode, a.HostStepPiecewise},
-		{"FULL", mixed, a.HostStepGraphed},
-		{"FULL_DECODE_ONLY", mixed, a.HostStepEager},
-		{"NONE", decode, a.HostStepEager},
+		{"", decode, a.HostStepGraphed, 0},
+		{"FULL_AND_PIECEWISE", mixed, piecewise, 32 * a.PiecewiseGapPerLayer},
+		{"PIECEWISE", decode, piecewise, 32 * a.PiecewiseGapPerLayer},
+		{"FULL", mixed, a.HostStepGraphed, 0},
+		{"FULL_DECODE_ONLY", mixed, max(a.HostStepEager, piecewise), 0},
+		{"NONE", decode, max(a.HostStepEager, piecewise), 0},
 	} {
-		if got := host(tc.mode, false, tc.b).Host; got != tc.want+sampled {
-			t.Errorf("%q: host %v, want %v", tc.mode, got, tc.want+sampled)
+		bd := host(tc.mode, false, tc.b)
+		if bd.Host != tc.want+sampled || bd.Launch != tc.gaps {
+			t.Errorf("%q: host %v launch %v, want %v and %v", tc.mode, bd.Host, bd.Launch, tc.want+sampled, tc.gaps)
+		}
+		if bd.Total != bd.Compute+bd.Memory+bd.Comm+bd.Launch+bd.Host {
+			t.Errorf("%q: without async scheduling the step is the sum of its resources: %+v", tc.mode, bd)
 		}
 	}
 	sync, async := host("", false, decode), host("", true, decode)

@@ -220,6 +220,7 @@ type deployment struct {
 	StepComputeShare          float64 `json:"step_compute_share"`
 	StepMemoryShare           float64 `json:"step_memory_share"`
 	StepCommShare             float64 `json:"step_comm_share"`
+	StepLaunchShare           float64 `json:"step_launch_share"`
 	StepHostShare             float64 `json:"step_host_share"`
 	Rejected                  int64   `json:"rejected"`
 }
@@ -245,6 +246,7 @@ func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 		d.StepComputeShare = float64(out.StepTime.Compute) / tot
 		d.StepMemoryShare = float64(out.StepTime.Memory) / tot
 		d.StepCommShare = float64(out.StepTime.Comm) / tot
+		d.StepLaunchShare = float64(out.StepTime.Launch) / tot
 		d.StepHostShare = float64(out.StepTime.Host) / tot
 	}
 	return d
@@ -354,6 +356,9 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 		fmt.Fprintf(w, "  %-30s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
 	}
 	bd, bp := r.Pricer.StepTime(&dec), r.Pricer.StepTime(&pre)
+	if bd.Launch > 0 || bp.Launch > 0 {
+		fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "gaps between piecewise graphs", "", "launch", ms(bd.Launch), ms(bp.Launch))
+	}
 	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "host (CPU side of the step)", "", "host", ms(bd.Host), ms(bp.Host))
 	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "step total", "", "", ms(bd.Total), ms(bp.Total))
 }
