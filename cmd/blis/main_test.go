@@ -88,7 +88,7 @@ func TestSavedResultIsDeterministic(t *testing.T) {
 	for _, key := range []string{`"duration"`, `"completed"`, `"total_input_tokens"`, `"request_throughput"`, `"output_throughput"`,
 		`"total_token_throughput"`, `"max_concurrent_requests"`, `"mean_ttft_ms"`, `"median_tpot_ms"`, `"p99_itl_ms"`, `"p90_e2el_ms"`,
 		`"std_ttft_ms"`, `"gpu_kv_cache_tokens"`, `"num_preemptions"`, `"prefix_cache_hit_rate"`, `"mean_batch_size"`, `"deployment"`,
-		`"input_lens"`, `"itls"`} {
+		`"step_launch_share"`, `"input_lens"`, `"itls"`} {
 		if !bytes.Contains(a, []byte(key)) {
 			t.Errorf("result JSON lacks %s", key)
 		}
@@ -114,6 +114,29 @@ func TestScenarioFileFlagsOverrideAndDryRun(t *testing.T) {
 	}
 	if strings.Contains(out, "Serving Benchmark Result") {
 		t.Error("dry run simulated")
+	}
+}
+
+// Under PIECEWISE CUDA graphs every step pays the GPU gaps between one
+// graph per decoder layer; the dry run's step price shows them (64 layers ×
+// 7 µs for Qwen3-32B), and a full-graph decode step has none.
+func TestDryRunShowsPiecewiseGaps(t *testing.T) {
+	for _, tc := range []struct {
+		mode, want string
+		gaps       bool
+	}{
+		{`{"cudagraph_mode":"PIECEWISE"}`, "launch       0.448", true},
+		{`{"cudagraph_mode":"FULL"}`, "gaps between piecewise graphs", false},
+		{`{"cudagraph_mode":"PIECEWISE"}`, "gaps between piecewise graphs", true},
+	} {
+		code, out, errOut := runCLI(t, "run", "--model", "qwen3-32b", "--hardware", "h100", "--max-model-len", "4096",
+			"--max-num-seqs", "64", "--compilation-config", tc.mode, "--dry-run")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.mode, code, errOut)
+		}
+		if strings.Contains(out, tc.want) != tc.gaps {
+			t.Errorf("%s: want line %q present=%v:\n%s", tc.mode, tc.want, tc.gaps, out)
+		}
 	}
 }
 
