@@ -32,7 +32,8 @@ type FittedAssumptions struct {
 	// inside one graph. 7 µs, the measured PIECEWISE − FULL step difference
 	// of Qwen3-235B-A22B-FP8 on 2 GPUs (94 layers, GPU-bound: 13.37 − 12.70
 	// ms at batch 1, vllm-project/vllm#47089; batch 16 measured 16 µs per
-	// layer with ±1.1 ms run-to-run spread).
+	// layer with ±1.1 ms run-to-run spread). An eager step pays it too: it
+	// has every boundary a piecewise one has.
 	PiecewiseGapPerLayer time.Duration
 	// HostStepEager is the same for a fully eager step (--enforce-eager, or
 	// a batch above the largest capture size): 1.5 ms, and never less than
@@ -770,12 +771,14 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 		}
 	}
 
-	host, gaps := f.hostEager, time.Duration(0)
+	// A step outside one full graph has at least the boundaries of one
+	// graph per layer: piecewise graphs, or every kernel launched eagerly.
+	host, gaps := f.hostEager, f.gapPiecewise
 	switch {
 	case fullGraph:
-		host = f.hostGraphed
+		host, gaps = f.hostGraphed, 0
 	case graphed:
-		host, gaps = f.hostPiecewise, f.gapPiecewise
+		host = f.hostPiecewise
 	}
 	host += time.Duration(sampled) * f.hostPerSampled
 

@@ -54,7 +54,7 @@ func TestFittedIsMonotoneAndSumsResources(t *testing.T) {
 		if bd.Total < prev {
 			t.Fatalf("decode of %d rows cheaper than fewer rows: %v < %v", rows, bd.Total, prev)
 		}
-		if bd.Total != bd.Compute+bd.Memory+bd.Comm+bd.Host {
+		if bd.Total != bd.Compute+bd.Memory+bd.Comm+bd.Launch+bd.Host {
 			t.Fatalf("total %v is not the sum of %+v", bd.Total, bd)
 		}
 		if bd.Comm <= 0 {
@@ -156,8 +156,8 @@ func TestFittedCUDAGraphModes(t *testing.T) {
 		{"FULL_AND_PIECEWISE", mixed, piecewise, 32 * a.PiecewiseGapPerLayer},
 		{"PIECEWISE", decode, piecewise, 32 * a.PiecewiseGapPerLayer},
 		{"FULL", mixed, a.HostStepGraphed, 0},
-		{"FULL_DECODE_ONLY", mixed, max(a.HostStepEager, piecewise), 0},
-		{"NONE", decode, max(a.HostStepEager, piecewise), 0},
+		{"FULL_DECODE_ONLY", mixed, max(a.HostStepEager, piecewise), 32 * a.PiecewiseGapPerLayer},
+		{"NONE", decode, max(a.HostStepEager, piecewise), 32 * a.PiecewiseGapPerLayer},
 	} {
 		bd := host(tc.mode, false, tc.b)
 		if bd.Host != tc.want+sampled || bd.Launch != tc.gaps {
@@ -313,7 +313,7 @@ func TestFittedDataParallelGroup(t *testing.T) {
 					t.Errorf("group step %v shorter than rank %d's own step %v", g.Total, i, own.Total)
 				}
 			}
-			if g.Total != g.Compute+g.Memory+g.Comm+g.Host && !d.AsyncScheduling {
+			if g.Total != g.Compute+g.Memory+g.Comm+g.Launch+g.Host && !d.AsyncScheduling {
 				t.Errorf("total %v is not the sum of %+v", g.Total, g)
 			}
 		})

@@ -43,7 +43,7 @@ type Breakdown struct {
 	Compute time.Duration // tensor-core time (GEMMs, attention FLOPs)
 	Memory  time.Duration // HBM time (weights, KV reads/writes, activations)
 	Comm    time.Duration // collectives (TP all-reduce over NVLink)
-	Launch  time.Duration // GPU idle between piecewise CUDA graphs and the kernels launched eagerly between them
+	Launch  time.Duration // GPU idle between piecewise CUDA graphs (or eager kernels) and the kernels launched eagerly between them
 	Host    time.Duration // CPU-side scheduling, launch and output processing
 	Total   time.Duration
 }
