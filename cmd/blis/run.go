@@ -357,7 +357,7 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 	}
 	bd, bp := r.Pricer.StepTime(&dec), r.Pricer.StepTime(&pre)
 	if bd.Launch > 0 || bp.Launch > 0 {
-		fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "gaps between piecewise graphs", "", "launch", ms(bd.Launch), ms(bp.Launch))
+		fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "launch gaps (no full CUDA graph)", "", "launch", ms(bd.Launch), ms(bp.Launch))
 	}
 	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "host (CPU side of the step)", "", "host", ms(bd.Host), ms(bp.Host))
 	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "step total", "", "", ms(bd.Total), ms(bp.Total))
