@@ -3,6 +3,7 @@ package catalog
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -143,64 +144,28 @@ func MarshalGEMMGrids(chip, source string, grids []GEMMGrid) []byte {
 
 // ParseGEMMGrids reads a grid file strictly; errors name the file and line.
 func ParseGEMMGrids(name string, data []byte) (chip string, grids []GEMMGrid, err error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	line := 0
-	fail := func(format string, args ...any) (string, []GEMMGrid, error) {
-		return "", nil, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
-	}
-	var g *GEMMGrid
 	var rowsSeen []bool
-	finish := func() error {
-		if g == nil {
-			return nil
-		}
-		if g.M == nil || g.N == nil || g.K == nil {
-			return fmt.Errorf("%s:%d: grid %s: axes m, n and k must all come before its rows", name, line, g.Dtype)
+	// complete is the check a grid must pass before the next one or the end.
+	complete := func() error {
+		if g := lastOf(grids); g != nil && (g.M == nil || g.N == nil || g.K == nil) {
+			return fmt.Errorf("grid %s: axes m, n and k must all come before its rows", g.Dtype)
 		}
 		return nil
 	}
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		f := strings.Fields(text)
+	newGrid := func(dtype string) GEMMGrid { return GEMMGrid{Dtype: dtype} }
+	chip, lines, err := readGridFile(name, data, &grids, newGrid, complete, func(f []string) error {
+		g := lastOf(grids)
 		switch f[0] {
-		case "chip":
-			if len(f) != 2 || chip != "" {
-				return fail("want one \"chip NAME\" line")
-			}
-			chip = f[1]
-		case "grid":
-			if len(f) != 2 || chip == "" {
-				return fail("want \"grid DTYPE\" after the chip line")
-			}
-			if err := finish(); err != nil {
-				return "", nil, err
-			}
-			for i := range grids {
-				if grids[i].Dtype == f[1] {
-					return fail("grid %s given twice", f[1])
-				}
-			}
-			grids = append(grids, GEMMGrid{Dtype: f[1]})
-			g = &grids[len(grids)-1]
 		case "m", "n", "k":
 			if g == nil {
-				return fail("axis %s before any grid", f[0])
+				return fmt.Errorf("axis %s before any grid", f[0])
 			}
-			var xs []float64
-			for _, s := range f[1:] {
-				x, err := strconv.ParseFloat(s, 64)
-				if err != nil || !(x >= 1) || math.IsInf(x, 0) || (len(xs) > 0 && x <= xs[len(xs)-1]) {
-					return fail("axis %s: %q: want ascending numbers ≥ 1", f[0], s)
-				}
-				xs = append(xs, x)
+			xs, err := parseGridAxis(f[1:])
+			if err != nil {
+				return fmt.Errorf("axis %s: %v", f[0], err)
 			}
-			if len(xs) == 0 {
-				return fail("axis %s is empty", f[0])
+			if xs == nil {
+				return fmt.Errorf("axis %s is empty", f[0])
 			}
 			switch f[0] {
 			case "m":
@@ -212,48 +177,46 @@ func ParseGEMMGrids(name string, data []byte) (chip string, grids []GEMMGrid, er
 			}
 			if g.M != nil && g.N != nil && g.K != nil {
 				if len(g.M)*len(g.N)*len(g.K) > 1<<24 {
-					return fail("grid %s: %d×%d×%d cells: too many", g.Dtype, len(g.M), len(g.N), len(g.K))
+					return fmt.Errorf("grid %s: %d×%d×%d cells: too many", g.Dtype, len(g.M), len(g.N), len(g.K))
 				}
 				g.Res = make([]int16, len(g.M)*len(g.N)*len(g.K))
 				rowsSeen = make([]bool, len(g.N)*len(g.K))
 			}
 		case "r":
 			if g == nil || g.Res == nil {
-				return fail("row before grid %s's axes", gridName(g))
+				return fmt.Errorf("row before grid %s's axes", gridName(g))
 			}
 			if len(f) != 3+len(g.M) {
-				return fail("row: want n, k and %d values, got %d fields", len(g.M), len(f)-1)
+				return fmt.Errorf("row: want n, k and %d values, got %d fields", len(g.M), len(f)-1)
 			}
 			n, err1 := strconv.ParseFloat(f[1], 64)
 			k, err2 := strconv.ParseFloat(f[2], 64)
 			i, j := indexOf(g.N, n), indexOf(g.K, k)
 			if err1 != nil || err2 != nil || i < 0 || j < 0 {
-				return fail("row: shape %s×%s is not on the grid's n and k axes", f[1], f[2])
+				return fmt.Errorf("row: shape %s×%s is not on the grid's n and k axes", f[1], f[2])
 			}
 			if rowsSeen[i*len(g.K)+j] {
-				return fail("row: shape %s×%s given twice", f[1], f[2])
+				return fmt.Errorf("row: shape %s×%s given twice", f[1], f[2])
 			}
 			rowsSeen[i*len(g.K)+j] = true
 			base := (i*len(g.K) + j) * len(g.M)
 			for c, s := range f[3:] {
-				v, err := strconv.Atoi(s)
-				if err != nil || v < math.MinInt16 || v > math.MaxInt16 {
-					return fail("row %s×%s: value %q: want an integer in [%d, %d]", f[1], f[2], s, math.MinInt16, math.MaxInt16)
+				v, err := parseResidual(s)
+				if err != nil {
+					return fmt.Errorf("row %s×%s: %v", f[1], f[2], err)
 				}
-				g.Res[base+c] = int16(v)
+				g.Res[base+c] = v
 			}
 		default:
-			return fail("unknown line kind %q: allowed: chip, grid, m, n, k, r", f[0])
+			return fmt.Errorf("unknown line kind %q: allowed: chip, grid, m, n, k, r", f[0])
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", nil, fmt.Errorf("%s: %v", name, err)
-	}
-	if err := finish(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return "", nil, err
 	}
-	if chip == "" {
-		return "", nil, fmt.Errorf("%s: no \"chip NAME\" line", name)
+	if err := complete(); err != nil {
+		return "", nil, fmt.Errorf("%s:%d: %v", name, lines, err)
 	}
 	for _, g := range grids {
 		if g.Res == nil {
@@ -261,6 +224,87 @@ func ParseGEMMGrids(name string, data []byte) (chip string, grids []GEMMGrid, er
 		}
 	}
 	return chip, grids, nil
+}
+
+// readGridFile reads the lines every residual grid file shares — blank
+// lines, # comments, one "chip NAME" line and "grid DTYPE" lines, each
+// grid appended to *grids by newGrid once complete accepts the one before
+// — and hands every other line's fields to body, the grid being the last
+// of *grids. Errors name the file and line; lines is how many were read.
+func readGridFile[G dtypeGrid](name string, data []byte, grids *[]G, newGrid func(dtype string) G,
+	complete func() error, body func(f []string) error) (chip string, lines int, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	line := func(f []string) error {
+		switch f[0] {
+		case "chip":
+			if len(f) != 2 || chip != "" {
+				return errors.New("want one \"chip NAME\" line")
+			}
+			chip = f[1]
+		case "grid":
+			if len(f) != 2 || chip == "" {
+				return errors.New("want \"grid DTYPE\" after the chip line")
+			}
+			if err := complete(); err != nil {
+				return err
+			}
+			if gridFor(*grids, f[1]) != nil {
+				return fmt.Errorf("grid %s given twice", f[1])
+			}
+			*grids = append(*grids, newGrid(f[1]))
+		default:
+			return body(f)
+		}
+		return nil
+	}
+	for sc.Scan() {
+		lines++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if err := line(strings.Fields(text)); err != nil {
+			return "", lines, fmt.Errorf("%s:%d: %v", name, lines, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", lines, fmt.Errorf("%s: %v", name, err)
+	}
+	if chip == "" {
+		return "", lines, fmt.Errorf("%s: no \"chip NAME\" line", name)
+	}
+	return chip, lines, nil
+}
+
+// lastOf is the last element of s, or nil.
+func lastOf[G any](s []G) *G {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[len(s)-1]
+}
+
+// parseGridAxis reads a grid axis: ascending numbers ≥ 1 (none: nil).
+func parseGridAxis(fields []string) ([]float64, error) {
+	var xs []float64
+	for _, s := range fields {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(x >= 1) || math.IsInf(x, 0) || (len(xs) > 0 && x <= xs[len(xs)-1]) {
+			return nil, fmt.Errorf("%q: want ascending numbers ≥ 1", s)
+		}
+		xs = append(xs, x)
+	}
+	return xs, nil
+}
+
+// parseResidual reads one stored residual: an int16.
+func parseResidual(s string) (int16, error) {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < math.MinInt16 || v > math.MaxInt16 {
+		return 0, fmt.Errorf("value %q: want an integer in [%d, %d]", s, math.MinInt16, math.MaxInt16)
+	}
+	return int16(v), nil
 }
 
 func gridName(g *GEMMGrid) string {

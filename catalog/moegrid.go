@@ -1,8 +1,8 @@
 package catalog
 
 import (
-	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -81,93 +81,65 @@ func MarshalMoEGrids(chip, source string, grids []MoEGrid) []byte {
 
 // ParseMoEGrids reads a MoE grid file strictly; errors name file and line.
 func ParseMoEGrids(name string, data []byte) (chip string, grids []MoEGrid, err error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	line := 0
-	fail := func(format string, args ...any) (string, []MoEGrid, error) {
-		return "", nil, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
-	}
-	var g *MoEGrid
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+	complete := func() error {
+		if g := lastOf(grids); g != nil && g.Tokens == nil {
+			return fmt.Errorf("grid %s has no tokens axis", g.Dtype)
 		}
-		f := strings.Fields(text)
+		return nil
+	}
+	newGrid := func(dtype string) MoEGrid { return MoEGrid{Dtype: dtype} }
+	chip, _, err = readGridFile(name, data, &grids, newGrid, complete, func(f []string) error {
+		g := lastOf(grids)
 		switch f[0] {
-		case "chip":
-			if len(f) != 2 || chip != "" {
-				return fail("want one \"chip NAME\" line")
-			}
-			chip = f[1]
-		case "grid":
-			if len(f) != 2 || chip == "" {
-				return fail("want \"grid DTYPE\" after the chip line")
-			}
-			if g != nil && g.Tokens == nil {
-				return fail("grid %s has no tokens axis", g.Dtype)
-			}
-			for i := range grids {
-				if grids[i].Dtype == f[1] {
-					return fail("grid %s given twice", f[1])
-				}
-			}
-			grids = append(grids, MoEGrid{Dtype: f[1]})
-			g = &grids[len(grids)-1]
 		case "tokens":
 			if g == nil || g.Tokens != nil {
-				return fail("one tokens axis per grid, after its grid line")
+				return errors.New("one tokens axis per grid, after its grid line")
 			}
-			for _, s := range f[1:] {
-				x, err := strconv.ParseFloat(s, 64)
-				if err != nil || !(x >= 1) || math.IsInf(x, 0) || (len(g.Tokens) > 0 && x <= g.Tokens[len(g.Tokens)-1]) {
-					return fail("tokens: %q: want ascending numbers ≥ 1", s)
-				}
-				g.Tokens = append(g.Tokens, x)
+			xs, err := parseGridAxis(f[1:])
+			if err != nil {
+				return fmt.Errorf("tokens: %v", err)
 			}
-			if len(g.Tokens) == 0 {
-				return fail("tokens axis is empty")
+			if xs == nil {
+				return errors.New("tokens axis is empty")
 			}
+			g.Tokens = xs
 		case "r":
 			if g == nil || g.Tokens == nil {
-				return fail("row before a grid's tokens axis")
+				return errors.New("row before a grid's tokens axis")
 			}
 			if len(f) != 7+len(g.Tokens) {
-				return fail("row: want 6 layout numbers and %d values, got %d fields", len(g.Tokens), len(f)-1)
+				return fmt.Errorf("row: want 6 layout numbers and %d values, got %d fields", len(g.Tokens), len(f)-1)
 			}
 			var k [6]float64
 			for i := range k {
 				x, err := strconv.ParseFloat(f[1+i], 64)
 				if err != nil || !(x >= 1) || math.IsInf(x, 0) {
-					return fail("row: layout value %q: want a number ≥ 1", f[1+i])
+					return fmt.Errorf("row: layout value %q: want a number ≥ 1", f[1+i])
 				}
 				k[i] = x
 			}
 			if g.Row(k[0], k[1], k[2], k[3], k[4], k[5]) != nil {
-				return fail("row: layout %s given twice", strings.Join(f[1:7], " "))
+				return fmt.Errorf("row: layout %s given twice", strings.Join(f[1:7], " "))
 			}
 			row := MoEGridRow{Hidden: k[0], Inter: k[1], TopK: k[2], Experts: k[3], TP: k[4], EP: k[5], Res: make([]int16, len(g.Tokens))}
 			for j, s := range f[7:] {
-				v, err := strconv.Atoi(s)
-				if err != nil || v < math.MinInt16 || v > math.MaxInt16 {
-					return fail("row: value %q: want an integer in [%d, %d]", s, math.MinInt16, math.MaxInt16)
+				v, err := parseResidual(s)
+				if err != nil {
+					return fmt.Errorf("row: %v", err)
 				}
-				row.Res[j] = int16(v)
+				row.Res[j] = v
 			}
 			g.Rows = append(g.Rows, row)
 		default:
-			return fail("unknown line kind %q: allowed: chip, grid, tokens, r", f[0])
+			return fmt.Errorf("unknown line kind %q: allowed: chip, grid, tokens, r", f[0])
 		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
 	}
-	if err := sc.Err(); err != nil {
+	if err := complete(); err != nil {
 		return "", nil, fmt.Errorf("%s: %v", name, err)
-	}
-	if chip == "" {
-		return "", nil, fmt.Errorf("%s: no \"chip NAME\" line", name)
-	}
-	if g != nil && g.Tokens == nil {
-		return "", nil, fmt.Errorf("%s: grid %s has no tokens axis", name, g.Dtype)
 	}
 	return chip, grids, nil
 }
