@@ -268,6 +268,29 @@ func (k *LayerKind) Attention() *Attention {
 	return nil
 }
 
+// mlaModuleOps are the operators vLLM runs inside DeepseekV2MLAAttention
+// (vllm/model_executor/layers/mla.py) around the attention kernel: the
+// down- and up-projections, the latent norms, RoPE, the decode absorption
+// GEMMs and o_proj (mlaOps names them). Its o_proj all-reduce follows the
+// module and is not among them.
+var mlaModuleOps = map[string]bool{
+	"fused_qkv_a_proj": true, "q_proj": true, "kv_a_proj_with_mqa": true,
+	"q_a_layernorm": true, "q_b_proj": true, "kv_a_layernorm": true, "rotary_emb": true,
+	"kv_b_proj": true, "q_nope_absorb": true, "v_up_proj": true, "o_proj": true,
+}
+
+// InAttentionModule reports whether op runs inside the kind's attention
+// module beside the attention kernel, so that a price measured on the
+// whole module (the MLA module tables) already covers it. Only MLA layers
+// have such a module; in other layers every operator stands alone.
+func (k *LayerKind) InAttentionModule(op *Op) bool {
+	a := k.Attention()
+	if a == nil || a.Kind != "mla" || op.Attn != nil {
+		return false
+	}
+	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && mlaModuleOps[op.Name]
+}
+
 // MoE returns the kind's routed experts, or nil for a dense layer.
 func (k *LayerKind) MoE() *MoE {
 	for i := range k.Ops {

@@ -227,6 +227,13 @@ func TestGraphDeepSeek(t *testing.T) {
 				checkGEMM(t, k, gemmWant{name: "q_nope_absorb", batch: 128, n: 512, k: 128, dtype: "bf16", shard: ShardSplit, phase: PhaseDecode})
 				checkGEMM(t, k, gemmWant{name: "v_up_proj", batch: 128, n: 128, k: 512, dtype: "bf16", shard: ShardSplit, phase: PhaseDecode})
 				checkGEMM(t, k, gemmWant{name: "o_proj", n: 7168, k: 128 * 128, dtype: "fp8", shard: ShardRow})
+				// The MLA module's own operators, not its all-reduce nor the MLP.
+				for _, op := range k.Ops {
+					want := mlaModuleOps[op.Name]
+					if got := k.InAttentionModule(&op); got != want {
+						t.Errorf("%s: InAttentionModule = %v, want %v", op.Name, got, want)
+					}
+				}
 				a := k.Attention()
 				if a.Kind != "mla" || a.Heads != 128 || a.KVLoraRank != 512 || a.QKRopeHeadDim != 64 || a.KVCacheElems != 576 || a.KVCacheShard != "replicated" {
 					t.Errorf("attention %+v", a)
@@ -275,6 +282,22 @@ func TestGraphDeepSeek(t *testing.T) {
 	checkGEMM(t, moe, gemmWant{name: "shared_experts.gate_up_proj", n: 2 * 2816, k: 2048, dtype: "bf16", shard: ShardColumn})
 	if e := moe.MoE(); e.Experts != 64 || e.TopK != 6 || e.Groups != 0 || e.Scoring != "softmax" || e.CorrectionBias {
 		t.Errorf("V2-Lite moe %+v", e)
+	}
+}
+
+// Outside MLA no operator belongs to an attention module: GQA layers price
+// their projections and RoPE on their own.
+func TestNoAttentionModuleOutsideMLA(t *testing.T) {
+	for _, name := range []string{"meta-llama/Llama-3.1-8B", "openai/gpt-oss-120b", "MiniMaxAI/MiniMax-M2.5"} {
+		g := mustGraph(t, name)
+		for i := range g.Layers {
+			k := &g.Layers[i]
+			for j := range k.Ops {
+				if k.InAttentionModule(&k.Ops[j]) {
+					t.Errorf("%s: %s %s counted in an attention module", name, k.Name, k.Ops[j].Name)
+				}
+			}
+		}
 	}
 }
 

@@ -198,8 +198,14 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	}
 	for i := range g.Layers {
 		lk := &g.Layers[i]
-		for _, op := range lk.Ops {
-			r.add(op, float64(lk.Count))
+		for j := range lk.Ops {
+			// The MLA laws are fitted on the whole attention module
+			// (projections, norms, RoPE, attention, o_proj): its other
+			// operators are in the attention term's price already.
+			if lk.InAttentionModule(&lk.Ops[j]) {
+				continue
+			}
+			r.add(lk.Ops[j], float64(lk.Count))
 		}
 	}
 	for _, op := range g.Head {
@@ -494,6 +500,7 @@ func (r *resolver) add(op catalog.Op, count float64) {
 		heads := float64(a.Heads) / float64(tp)
 		if a.Kind == "mla" {
 			t.kind = termMLA
+			t.name += " (whole MLA module)"
 			t.mla = MLAShape{Hidden: float64(r.d.Model.HiddenSize), Heads: heads, QLoraRank: float64(a.QLoraRank),
 				KVLoraRank: float64(a.KVLoraRank), RopeDim: float64(a.QKRopeHeadDim), NopeDim: float64(a.QKNopeHeadDim), VDim: float64(a.VHeadDim)}
 			gd := "bfloat16"

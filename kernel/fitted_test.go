@@ -256,6 +256,27 @@ func TestFittedMergesSharedOperators(t *testing.T) {
 	}
 }
 
+// The MLA laws price DeepseekV2MLAAttention whole (the tables time the
+// module), so the fitted pricer adds no separate term for its projections,
+// norms or RoPE; the MLP's GEMMs and the o_proj all-reduce stay.
+func TestFittedPricesTheMLAModuleOnce(t *testing.T) {
+	f := fittedFor(t, "deepseek-ai/DeepSeek-V3", "h200", 8).(*fitted)
+	names := map[string]bool{}
+	for _, term := range f.terms {
+		names[term.name] = true
+	}
+	for _, gone := range []string{"fused_qkv_a_proj", "q_b_proj", "kv_b_proj", "q_nope_absorb", "v_up_proj", "o_proj", "q_a_layernorm", "kv_a_layernorm", "rotary_emb"} {
+		if names[gone] {
+			t.Errorf("%s priced apart from the MLA module", gone)
+		}
+	}
+	for _, kept := range []string{"attn (whole MLA module)", "o_proj.all_reduce", "shared_experts.gate_up_proj", "input_layernorm"} {
+		if !names[kept] {
+			t.Errorf("no %s term", kept)
+		}
+	}
+}
+
 // Explain's operators add up to the step's GPU time, and name the
 // sliding-window attention apart from the full one.
 func TestFittedExplainSumsToTheStep(t *testing.T) {
