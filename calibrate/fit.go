@@ -143,6 +143,9 @@ func fitChip(dataDir, dir string, only map[string]bool) (*catalog.Coefficients, 
 		if c.MLADecode, c.MLAPrefill, err = cf.fitMLA(); err != nil {
 			return nil, err
 		}
+		if c.DSADecode, c.DSAPrefill, err = cf.fitDSA(); err != nil {
+			return nil, err
+		}
 	}
 	if want("moe") {
 		if c.MoE, c.MoEGrids, err = cf.fitMoE(); err != nil {

@@ -48,6 +48,12 @@ func (r *Report) Rows() []ErrorRow {
 		for i := range c.MLAPrefill {
 			add(ci, "mla prefill", c.MLAPrefill[i].GEMMDtype+" kv "+c.MLAPrefill[i].KVDtype, &c.MLAPrefill[i].Provenance)
 		}
+		for i := range c.DSADecode {
+			add(ci, "dsa decode", c.DSADecode[i].GEMMDtype+" kv "+c.DSADecode[i].KVDtype, &c.DSADecode[i].Provenance)
+		}
+		for i := range c.DSAPrefill {
+			add(ci, "dsa prefill", c.DSAPrefill[i].GEMMDtype+" kv "+c.DSAPrefill[i].KVDtype, &c.DSAPrefill[i].Provenance)
+		}
 		for i := range c.MoE {
 			add(ci, "moe", c.MoE[i].Dtype, &c.MoE[i].Provenance)
 		}

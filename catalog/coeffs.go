@@ -124,8 +124,16 @@ type MLALaw struct {
 	WorkHalf float64 `yaml:"work_half"`
 	BWEff    float64 `yaml:"bw_eff"`
 	// PerSeqHead is a fixed cost per (sequence, head) in decode, seconds.
-	PerSeqHead float64    `yaml:"per_seq_head_s"`
-	Provenance Provenance `yaml:"provenance"`
+	PerSeqHead float64 `yaml:"per_seq_head_s"`
+	// DSA laws only (kernel.DSADecodeTime, kernel.DSAPrefillTime): the
+	// sparse kernel's query-head padding (the heads it computes for fewer
+	// per rank), and the lightning indexer's cost per cached token scored
+	// in decode and per (query, key) pair scored in prefill (fp8 logits,
+	// their fp32 write and the top-k over them), seconds.
+	PadHeads        float64    `yaml:"pad_heads,omitempty"`
+	IndexerPerToken float64    `yaml:"indexer_per_token_s,omitempty"`
+	IndexerPerPair  float64    `yaml:"indexer_per_pair_s,omitempty"`
+	Provenance      Provenance `yaml:"provenance"`
 }
 
 // MoELaw prices a fused routed-expert MoE layer (kernel.MoETime).
@@ -194,6 +202,8 @@ type Coefficients struct {
 	AttnPrefill []AttnPrefillLaw `yaml:"attention_prefill"`
 	MLADecode   []MLALaw         `yaml:"mla_decode"`
 	MLAPrefill  []MLALaw         `yaml:"mla_prefill"`
+	DSADecode   []MLALaw         `yaml:"dsa_decode,omitempty"`
+	DSAPrefill  []MLALaw         `yaml:"dsa_prefill,omitempty"`
 	MoE         []MoELaw         `yaml:"moe"`
 	Comm        []CommLaw        `yaml:"comm"`
 	// BorrowedFrom is the sibling chip whose laws these are (Chip's
@@ -272,6 +282,17 @@ func (c *Coefficients) mlaFor(section string, laws []MLALaw, gemmDtype, kvDtype 
 			yield(l.GEMMDtype + "/" + l.KVDtype)
 		}
 	})
+}
+
+// DSADecodeFor and DSAPrefillFor return the DeepSeek-sparse-attention
+// module law for a GEMM dtype and KV-cache dtype.
+func (c *Coefficients) DSADecodeFor(gemmDtype, kvDtype string) (*MLALaw, error) {
+	return c.mlaFor("dsa_decode", c.DSADecode, gemmDtype, kvDtype)
+}
+
+// DSAPrefillFor: see DSADecodeFor.
+func (c *Coefficients) DSAPrefillFor(gemmDtype, kvDtype string) (*MLALaw, error) {
+	return c.mlaFor("dsa_prefill", c.DSAPrefill, gemmDtype, kvDtype)
 }
 
 // MoEFor returns the MoE law for a moe_dtype.
@@ -448,7 +469,7 @@ func (c *Coefficients) validate(file string) error {
 		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
 		k.prov(p+".provenance", l.Provenance)
 	}
-	for sec, laws := range map[string][]MLALaw{"mla_decode": c.MLADecode, "mla_prefill": c.MLAPrefill} {
+	for sec, laws := range map[string][]MLALaw{"mla_decode": c.MLADecode, "mla_prefill": c.MLAPrefill, "dsa_decode": c.DSADecode, "dsa_prefill": c.DSAPrefill} {
 		for i, l := range laws {
 			p := fmt.Sprintf("%s[%d]", sec, i)
 			k.str(p+".gemm_dtype", l.GEMMDtype)
@@ -462,6 +483,9 @@ func (c *Coefficients) validate(file string) error {
 			k.num(p+".work_half", l.WorkHalf, 0, 1e15)
 			k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
 			k.num(p+".per_seq_head_s", l.PerSeqHead, 0, maxSeconds)
+			k.num(p+".pad_heads", l.PadHeads, 0, 1e4)
+			k.num(p+".indexer_per_token_s", l.IndexerPerToken, 0, maxSeconds)
+			k.num(p+".indexer_per_pair_s", l.IndexerPerPair, 0, maxSeconds)
 			k.prov(p+".provenance", l.Provenance)
 		}
 	}
@@ -538,7 +562,7 @@ func (c *Coefficients) Resolve(ch *Chip) error {
 	for i := range c.AttnPrefill {
 		c.AttnPrefill[i].PeakFLOPS, c.AttnPrefill[i].MemBW = ch.BF16FLOPS, ch.MemBW
 	}
-	for _, laws := range [][]MLALaw{c.MLADecode, c.MLAPrefill} {
+	for _, laws := range [][]MLALaw{c.MLADecode, c.MLAPrefill, c.DSADecode, c.DSAPrefill} {
 		for i := range laws {
 			if laws[i].PeakFLOPS, err = peak(laws[i].PeakKey); err != nil {
 				return err
@@ -686,6 +710,14 @@ func (c *Coefficients) clone() *Coefficients {
 	d.MLAPrefill = append([]MLALaw(nil), c.MLAPrefill...)
 	for i := range d.MLAPrefill {
 		d.MLAPrefill[i].Provenance = d.MLAPrefill[i].Provenance.clone()
+	}
+	d.DSADecode = append([]MLALaw(nil), c.DSADecode...)
+	for i := range d.DSADecode {
+		d.DSADecode[i].Provenance = d.DSADecode[i].Provenance.clone()
+	}
+	d.DSAPrefill = append([]MLALaw(nil), c.DSAPrefill...)
+	for i := range d.DSAPrefill {
+		d.DSAPrefill[i].Provenance = d.DSAPrefill[i].Provenance.clone()
 	}
 	d.MoE = append([]MoELaw(nil), c.MoE...)
 	for i := range d.MoE {

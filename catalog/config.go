@@ -396,6 +396,27 @@ func (c cfg) parseAttention(m *Model) error {
 		if m.VHeadDim, err = c.posInt("v_head_dim"); err != nil {
 			return err
 		}
+		// DeepSeek sparse attention: vLLM's deepseek_v2.py builds the
+		// indexer when the config sets index_topk.
+		topk, dsa, err := c.int("index_topk")
+		if err != nil {
+			return err
+		}
+		if dsa {
+			if topk < 1 {
+				return c.errf("index_topk", "is %d, want ≥ 1", topk)
+			}
+			m.IndexTopK = topk
+			if m.IndexHeads, err = c.posInt("index_n_heads"); err != nil {
+				return err
+			}
+			if m.IndexHeadDim, err = c.posInt("index_head_dim"); err != nil {
+				return err
+			}
+			if m.QLoraRank <= 0 {
+				return c.errf("q_lora_rank", "missing: the DSA indexer projects its queries from the q_lora_rank latent")
+			}
+		}
 		// The cache holds one latent vector per token shared by all heads.
 		m.NumKVHeads = 1
 		m.HeadDim = m.QKNopeHeadDim + m.QKRopeHeadDim

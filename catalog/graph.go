@@ -179,8 +179,10 @@ type Op struct {
 
 // Attention describes one attention kernel.
 type Attention struct {
-	// Kind is "mha" (as many KV heads as query heads), "gqa" (fewer) or
-	// "mla" (multi-head latent attention, DeepSeek).
+	// Kind is "mha" (as many KV heads as query heads), "gqa" (fewer),
+	// "mla" (multi-head latent attention, DeepSeek) or "dsa" (MLA whose
+	// queries attend only to the IndexTopK cached tokens a lightning
+	// indexer picks: DeepSeek sparse attention, DeepSeek-V3.2 and GLM-5).
 	Kind    string `json:"kind"`
 	Heads   int    `json:"heads"`
 	KVHeads int    `json:"kv_heads"` // 1 for MLA: one latent vector per token
@@ -199,6 +201,16 @@ type Attention struct {
 	QLoraRank     int `json:"q_lora_rank,omitempty"`
 	QKNopeHeadDim int `json:"qk_nope_head_dim,omitempty"`
 	QKRopeHeadDim int `json:"qk_rope_head_dim,omitempty"`
+
+	// DSA's indexer: its heads and head size, and how many cached tokens
+	// each query keeps (index_topk). IndexerCacheBytes is what one token
+	// adds to the layer's indexer key cache on every rank, whatever the KV
+	// cache dtype: fp8 keys plus one fp32 scale per 128 values
+	// (DeepseekV32IndexerCache, uint8, head_dim + head_dim/128·4).
+	IndexTopK         int `json:"index_topk,omitempty"`
+	IndexHeads        int `json:"index_heads,omitempty"`
+	IndexHeadDim      int `json:"index_head_dim,omitempty"`
+	IndexerCacheBytes int `json:"indexer_cache_bytes,omitempty"`
 
 	// KVCacheElems is what one token adds to this layer's KV cache, all
 	// ranks together: 2 × KV heads × head_dim, or kv_lora_rank +
@@ -271,12 +283,13 @@ func (k *LayerKind) Attention() *Attention {
 // mlaModuleOps are the operators vLLM runs inside DeepseekV2MLAAttention
 // (vllm/model_executor/layers/mla.py) around the attention kernel: the
 // down- and up-projections, the latent norms, RoPE, the decode absorption
-// GEMMs and o_proj (mlaOps names them). Its o_proj all-reduce follows the
-// module and is not among them.
+// GEMMs, o_proj and, with DSA, the indexer (mlaOps names them). Its o_proj
+// all-reduce follows the module and is not among them.
 var mlaModuleOps = map[string]bool{
 	"fused_qkv_a_proj": true, "q_proj": true, "kv_a_proj_with_mqa": true,
 	"q_a_layernorm": true, "q_b_proj": true, "kv_a_layernorm": true, "rotary_emb": true,
 	"kv_b_proj": true, "q_nope_absorb": true, "v_up_proj": true, "o_proj": true,
+	"indexer.wq_b": true, "indexer.wk": true, "indexer.k_norm": true, "indexer.weights_proj": true, "indexer.rotary_emb": true,
 }
 
 // InAttentionModule reports whether op runs inside the kind's attention
@@ -285,7 +298,7 @@ var mlaModuleOps = map[string]bool{
 // have such a module; in other layers every operator stands alone.
 func (k *LayerKind) InAttentionModule(op *Op) bool {
 	a := k.Attention()
-	if a == nil || a.Kind != "mla" || op.Attn != nil {
+	if a == nil || (a.Kind != "mla" && a.Kind != "dsa") || op.Attn != nil {
 		return false
 	}
 	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && mlaModuleOps[op.Name]
@@ -378,6 +391,9 @@ func (g *Graph) Summary() string {
 		parts[i] = fmt.Sprintf("%d %s", k.Count, k.Name)
 		if a := k.Attention(); a != nil {
 			add(strings.ToUpper(a.Kind))
+			if a.IndexTopK > 0 {
+				add(fmt.Sprintf("top-%d", a.IndexTopK))
+			}
 			if a.Window > 0 {
 				add(fmt.Sprintf("window %d", a.Window))
 			}
@@ -467,6 +483,11 @@ var graphFamilies = map[string]family{
 	// deepseek_v2.py (DeepseekV3ForCausalLM subclasses it): MLA, shared experts, dense-first layers.
 	"DeepseekV2ForCausalLM": {name: "deepseek_v2", src: srcDeepseek, moe: stdMoE("gate")},
 	"DeepseekV3ForCausalLM": {name: "deepseek_v2", src: srcDeepseek, moe: stdMoE("gate")},
+	// DeepSeek-V3.2 (registered to deepseek_v2.py's DeepseekV3ForCausalLM)
+	// and GLM-5 (GlmMoeDsaForCausalLM, a DeepseekV2ForCausalLM subclass whose
+	// router runs in fp32): MLA with the DSA indexer.
+	"DeepseekV32ForCausalLM": {name: "deepseek_v2", src: srcDeepseek, moe: stdMoE("gate")},
+	"GlmMoeDsaForCausalLM":   {name: "deepseek_v2", src: srcDeepseek, moe: moeStyle{routerName: "gate", routerDtype: "fp32", activation: "silu"}},
 }
 
 // shortDtype names a dtype the way graphs print it.
@@ -576,10 +597,17 @@ func DeriveGraph(m *Model) (*Graph, error) {
 	}
 	switch f.name {
 	case "deepseek_v2":
-		g.Notes = append(g.Notes,
-			"MLA as vLLM's MLACommonImpl runs it: prefill tokens expand the latent through kv_b_proj (chunked prefills also for their cached context) and attend as MHA with q·k head "+
-				fmt.Sprint(m.QKNopeHeadDim+m.QKRopeHeadDim)+" and v head "+fmt.Sprint(m.VHeadDim)+"; decode tokens absorb kv_b_proj into q_nope_absorb and v_up_proj and attend as MQA over the "+
-				fmt.Sprint(m.KVLoraRank+m.QKRopeHeadDim)+"-wide latent cache")
+		if m.IsDSA() {
+			g.Notes = append(g.Notes, fmt.Sprintf("DeepSeek sparse attention as vLLM's sparse MLA backends run it (FlashMLA sparse on Hopper, FlashInfer sparse MLA on Blackwell): "+
+				"prefill and decode tokens both attend as MQA over the %d-wide latent cache, each query to the %d cached tokens the indexer keeps; "+
+				"the indexer (%d heads × %d, fp8, replicated on every TP rank) scores every cached token of every query, and its %d-byte key cache sits beside the latent in the same KV block",
+				m.KVLoraRank+m.QKRopeHeadDim, m.IndexTopK, m.IndexHeads, m.IndexHeadDim, m.IndexHeadDim+ceilDiv(m.IndexHeadDim, 128)*4))
+		} else {
+			g.Notes = append(g.Notes,
+				"MLA as vLLM's MLACommonImpl runs it: prefill tokens expand the latent through kv_b_proj (chunked prefills also for their cached context) and attend as MHA with q·k head "+
+					fmt.Sprint(m.QKNopeHeadDim+m.QKRopeHeadDim)+" and v head "+fmt.Sprint(m.VHeadDim)+"; decode tokens absorb kv_b_proj into q_nope_absorb and v_up_proj and attend as MQA over the "+
+					fmt.Sprint(m.KVLoraRank+m.QKRopeHeadDim)+"-wide latent cache")
+		}
 		if m.NumNextNLayers > 0 {
 			g.Draft = b.deepseekMTP()
 		}
@@ -715,6 +743,9 @@ func (b *builder) mlaOps() []Op {
 			gemm("q_proj", h*(nope+rope), b.H, b.attnDt, ShardColumn),
 			gemm("kv_a_proj_with_mqa", kvl+rope, b.H, b.attnDt, ShardReplicated))
 	}
+	if m.IsDSA() {
+		ops = append(ops, b.indexerOps()...)
+	}
 	kvB := gemm("kv_b_proj", h*(nope+v), kvl, b.attnDt, ShardColumn)
 	kvB.Phase = PhasePrefill
 	uk := Op{Kind: OpGEMM, Name: "q_nope_absorb", Phase: PhaseDecode, Batch: h, N: kvl, K: nope, Dtype: b.act, Shard: ShardSplit}
@@ -723,15 +754,46 @@ func (b *builder) mlaOps() []Op {
 		elementwise("kv_a_layernorm", b.bytes(2*kvl), ShardReplicated),
 		elementwise("rotary_emb", b.bytes(2*(h*rope+rope)), ShardSplit),
 		kvB, uk,
-		Op{Kind: OpAttention, Name: "attn", Shard: ShardSplit, Attn: &Attention{
-			Kind: "mla", Heads: h, KVHeads: 1, HeadDim: nope + rope, VHeadDim: v,
-			KVLoraRank: kvl, QLoraRank: ql, QKNopeHeadDim: nope, QKRopeHeadDim: rope,
-			KVCacheElems: kvl + rope, KVCacheShard: "replicated",
-		}},
+		Op{Kind: OpAttention, Name: "attn", Shard: ShardSplit, Attn: b.mlaAttention()},
 		uv,
 		gemm("o_proj", b.H, h*v, b.attnDt, ShardRow),
 		collective("o_proj.all_reduce", GroupTP, "all_reduce", b.bytes(b.H)))
 	return ops
+}
+
+// mlaAttention is the MLA attention kernel's description, with DSA's
+// indexer numbers when the config has them.
+func (b *builder) mlaAttention() *Attention {
+	m := b.m
+	a := &Attention{
+		Kind: "mla", Heads: m.NumHeads, KVHeads: 1, HeadDim: m.QKNopeHeadDim + m.QKRopeHeadDim, VHeadDim: m.VHeadDim,
+		KVLoraRank: m.KVLoraRank, QLoraRank: m.QLoraRank, QKNopeHeadDim: m.QKNopeHeadDim, QKRopeHeadDim: m.QKRopeHeadDim,
+		KVCacheElems: m.KVLoraRank + m.QKRopeHeadDim, KVCacheShard: "replicated",
+	}
+	if m.IsDSA() {
+		a.Kind = "dsa"
+		a.IndexTopK, a.IndexHeads, a.IndexHeadDim = m.IndexTopK, m.IndexHeads, m.IndexHeadDim
+		a.IndexerCacheBytes = m.IndexHeadDim + ceilDiv(m.IndexHeadDim, 128)*4
+	}
+	return a
+}
+
+// indexerOps mirror DSA's Indexer (deepseek_v2.py): replicated on every
+// TP rank (ReplicatedLinear), wq_b lifts the q_lora latent to the index
+// heads, wk and its LayerNorm give one key per token, weights_proj (in the
+// model dtype, unquantized) one weight per index head, RoPE on the rope
+// part of the index query and key. The logits and top-k over the cached
+// keys are the attention op's work.
+func (b *builder) indexerOps() []Op {
+	m := b.m
+	ih, id, rope := m.IndexHeads, m.IndexHeadDim, m.QKRopeHeadDim
+	return []Op{
+		gemm("indexer.wq_b", ih*id, m.QLoraRank, b.attnDt, ShardReplicated),
+		gemm("indexer.wk", id, b.H, b.attnDt, ShardReplicated),
+		elementwise("indexer.k_norm", b.bytes(2*id), ShardReplicated),
+		gemm("indexer.weights_proj", ih, b.H, b.act, ShardReplicated),
+		elementwise("indexer.rotary_emb", b.bytes(2*(ih+1)*rope), ShardReplicated),
+	}
 }
 
 // mlpOps: MergedColumnParallelLinear gate_up_proj, SiluAndMul,
@@ -1092,8 +1154,6 @@ func (e *UnsupportedModelError) Error() string {
 }
 
 const (
-	missingDSA = "DeepSeek sparse attention (DSA): a lightning indexer scores every cached key and keeps the top %d per query, with its own FP8 key cache; " +
-		"neither the attention cost nor the KV bytes follow MLA's formulas, and the graph has no op for the indexer"
 	missingV4 = "DeepSeek-V4 compressed sparse attention (per-layer compress_ratios 4 and 128, a sliding window of 128, an indexer top-%d), " +
 		"hyper-connections (hc_mult 4) and hash-routed MoE layers (num_hash_layers 3): no per-token KV formula and no op kinds for them"
 )
@@ -1101,12 +1161,6 @@ const (
 // unsupportedModels are the configs in shared/data/models that the
 // catalog skips (models/PROVENANCE.md, "Configs ... that are not embedded").
 var unsupportedModels = []UnsupportedModel{
-	{ID: "deepseek-ai/DeepSeek-V3.2", Aliases: []string{"deepseek-v3.2"},
-		Short: "DeepSeek sparse attention (indexer top-2048)", Missing: fmt.Sprintf(missingDSA, 2048)},
-	{ID: "zai-org/GLM-5", Aliases: []string{"glm-5"},
-		Short: "DeepSeek sparse attention (indexer top-2048)", Missing: fmt.Sprintf(missingDSA, 2048)},
-	{ID: "zai-org/GLM-5-FP8", Aliases: []string{"glm-5-fp8"},
-		Short: "DeepSeek sparse attention (indexer top-2048)", Missing: fmt.Sprintf(missingDSA, 2048)},
 	{ID: "deepseek-ai/DeepSeek-V4-Flash", Aliases: []string{"deepseek-v4-flash"},
 		Short: "compressed sparse attention, hyper-connections", Missing: fmt.Sprintf(missingV4, 512)},
 	{ID: "deepseek-ai/DeepSeek-V4-Pro", Aliases: []string{"deepseek-v4-pro"},
@@ -1198,6 +1252,9 @@ func (o *Op) Describe() string {
 		}
 		if a.KVLoraRank > 0 {
 			add("kv_lora_rank=%d qk_rope_head_dim=%d", a.KVLoraRank, a.QKRopeHeadDim)
+		}
+		if a.IndexTopK > 0 {
+			add("index_topk=%d index_heads=%d index_head_dim=%d", a.IndexTopK, a.IndexHeads, a.IndexHeadDim)
 		}
 		if a.Window > 0 {
 			add("window=%d", a.Window)

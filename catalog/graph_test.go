@@ -285,6 +285,48 @@ func TestGraphDeepSeek(t *testing.T) {
 	}
 }
 
+// DeepSeek-V3.2 and GLM-5: MLA with DSA's indexer, replicated on every TP
+// rank and inside the attention module; its key cache adds 132 bytes per
+// token per layer beside the latent.
+func TestGraphDSA(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		layers, idxHeads, qlr int
+		routerDtype, wqDtype  string
+	}{
+		{"deepseek-ai/DeepSeek-V3.2", 61, 64, 1536, "bf16", "fp8"},
+		{"zai-org/GLM-5", 78, 32, 2048, "fp32", "bf16"},
+		{"zai-org/GLM-5-FP8", 78, 32, 2048, "fp32", "fp8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := mustGraph(t, tc.name)
+			if g.NumLayers() != tc.layers || !strings.Contains(g.Summary(), "DSA, top-2048, MTP×1") {
+				t.Fatalf("summary %q", g.Summary())
+			}
+			moe := mustKind(t, g, "moe")
+			a := moe.Attention()
+			if a.Kind != "dsa" || a.IndexTopK != 2048 || a.IndexHeads != tc.idxHeads || a.IndexHeadDim != 128 || a.IndexerCacheBytes != 132 ||
+				a.KVCacheElems != 576 || a.KVCacheShard != "replicated" {
+				t.Errorf("attention %+v", a)
+			}
+			checkGEMM(t, moe, gemmWant{name: "indexer.wq_b", n: tc.idxHeads * 128, k: tc.qlr, dtype: tc.wqDtype, shard: ShardReplicated})
+			checkGEMM(t, moe, gemmWant{name: "indexer.weights_proj", n: tc.idxHeads, k: g.Hidden, dtype: "bf16", shard: ShardReplicated})
+			checkGEMM(t, moe, gemmWant{name: "gate", n: 256, k: g.Hidden, dtype: tc.routerDtype, shard: ShardReplicated})
+			for _, name := range []string{"indexer.wq_b", "indexer.wk", "indexer.k_norm", "indexer.weights_proj", "q_b_proj", "o_proj"} {
+				if op := moe.Op(name); op == nil || !moe.InAttentionModule(op) {
+					t.Errorf("%s not in the DSA attention module", name)
+				}
+			}
+			if op := moe.Op("o_proj.all_reduce"); moe.InAttentionModule(op) {
+				t.Error("o_proj.all_reduce counted in the module")
+			}
+			if g.Draft == nil || g.Draft.Layers[0].Attention().Kind != "dsa" {
+				t.Error("the MTP draft layer lacks the indexer")
+			}
+		})
+	}
+}
+
 // Outside MLA no operator belongs to an attention module: GQA layers price
 // their projections and RoPE on their own.
 func TestNoAttentionModuleOutsideMLA(t *testing.T) {
@@ -419,9 +461,8 @@ func TestLookupGraphTwinAndUnsupported(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, want string }{
 		{"deepseek-ai/DeepSeek-V4-Flash", "compressed sparse attention"},
-		{"deepseek-v3.2", "DeepSeek sparse attention"},
-		{"deepseek-ai--DeepSeek-V3.2", "lightning indexer"},
-		{"GLM-5-FP8", "DeepSeek sparse attention"},
+		{"deepseek-v4-pro", "hyper-connections"},
+		{"sgl-project--DeepSeek-V4-Flash-FP8", "compressed sparse attention"},
 		{"qwen/qwen3.5-397b-a17b", "Gated DeltaNet"},
 		{"Llama-4-Scout-17B-16E-Instruct", "chunked local attention"},
 	} {

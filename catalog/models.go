@@ -77,6 +77,12 @@ var modelTable = []modelEntry{
 	{dir: "deepseek-ai--DeepSeek-V3", origin: originAIC},
 	{dir: "deepseek-ai--DeepSeek-R1", origin: originAIC},
 	{dir: "deepseek-ai--DeepSeek-V2-Lite", origin: originISim, path: "model_configs/deepseek-v2-lite/config.json"},
+	// MLA with DeepSeek sparse attention (the lightning indexer's top-k).
+	{dir: "deepseek-ai--DeepSeek-V3.2", origin: originAIC},
+	// zhipuai/ is the organisation's former Hugging Face name, which
+	// benchmark dumps still use (InferenceX's GLM-5 rows).
+	{dir: "zai-org--GLM-5", origin: originAIC, aliases: []string{"zhipuai/glm-5"}},
+	{dir: "zai-org--GLM-5-FP8", origin: originAIC, aliases: []string{"zhipuai/glm-5-fp8"}},
 
 	{dir: "openai--gpt-oss-120b", origin: originAIC},
 	{dir: "openai--gpt-oss-20b", origin: originAIC},

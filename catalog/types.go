@@ -74,6 +74,14 @@ type Model struct {
 	QKNopeHeadDim int
 	VHeadDim      int
 
+	// DeepSeek sparse attention (DSA: DeepSeek-V3.2, GLM-5): a lightning
+	// indexer of IndexHeads heads of IndexHeadDim scores every cached token
+	// and the MLA attention reads only the IndexTopK best per query.
+	// IndexTopK > 0 means DSA (vLLM switches it on when index_topk is set).
+	IndexTopK    int
+	IndexHeads   int
+	IndexHeadDim int
+
 	// Sliding-window attention: window in tokens and how many layers use it
 	// (0 when every layer attends to the full context).
 	SlidingWindow       int
@@ -108,6 +116,10 @@ type Model struct {
 
 // IsMoE reports whether the model routes tokens to experts.
 func (m *Model) IsMoE() bool { return m.NumExperts > 0 }
+
+// IsDSA reports whether the model uses DeepSeek sparse attention (MLA
+// with a lightning indexer's top-k selection).
+func (m *Model) IsDSA() bool { return m.IndexTopK > 0 }
 
 // IsMLA reports whether the model uses multi-head latent attention.
 func (m *Model) IsMLA() bool { return m.KVLoraRank > 0 }

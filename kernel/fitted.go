@@ -81,6 +81,7 @@ const (
 	termGEMM = iota
 	termAttn
 	termMLA
+	termDSA
 	termMoE
 	termElementwise
 	termComm
@@ -105,6 +106,7 @@ type term struct {
 	mlaDec  *catalog.MLALaw
 	mlaPre  *catalog.MLALaw
 	mla     MLAShape
+	dsa     DSAShape // termDSA: the MLA shape is dsa.MLAShape; mlaDec/mlaPre hold the DSA laws
 	moe     *catalog.MoELaw
 	moeSh   MoEShape
 	bytes   float64 // elementwise: bytes per token; comm: message bytes per token
@@ -498,21 +500,30 @@ func (r *resolver) add(op catalog.Op, count float64) {
 	case catalog.OpAttention:
 		a := op.Attn
 		heads := float64(a.Heads) / float64(tp)
-		if a.Kind == "mla" {
+		if a.Kind == "mla" || a.Kind == "dsa" {
 			t.kind = termMLA
-			t.name += " (whole MLA module)"
+			t.name += " (MLA module)"
 			t.mla = MLAShape{Hidden: float64(r.d.Model.HiddenSize), Heads: heads, QLoraRank: float64(a.QLoraRank),
 				KVLoraRank: float64(a.KVLoraRank), RopeDim: float64(a.QKRopeHeadDim), NopeDim: float64(a.QKNopeHeadDim), VDim: float64(a.VHeadDim)}
 			gd := "bfloat16"
 			if r.d.Model.WeightBlock > 0 {
 				gd = "fp8_block"
 			}
+			decFor, preFor := r.co.MLADecodeFor, r.co.MLAPrefillFor
+			if a.Kind == "dsa" {
+				// DeepSeek sparse attention: the module with its indexer,
+				// priced by the laws fitted on the DSA module tables.
+				t.kind = termDSA
+				t.name = op.Name + " (DSA module)"
+				t.dsa = DSAShape{MLAShape: t.mla, IndexHeads: float64(a.IndexHeads), IndexHeadDim: float64(a.IndexHeadDim), TopK: float64(a.IndexTopK)}
+				decFor, preFor = r.co.DSADecodeFor, r.co.DSAPrefillFor
+			}
 			var err error
-			if t.mlaDec, err = r.co.MLADecodeFor(gd, r.kvDtype()); err != nil {
+			if t.mlaDec, err = decFor(gd, r.kvDtype()); err != nil {
 				r.err = err
 				return
 			}
-			if t.mlaPre, err = r.co.MLAPrefillFor(gd, r.kvDtype()); err != nil {
+			if t.mlaPre, err = preFor(gd, r.kvDtype()); err != nil {
 				r.err = err
 				return
 			}
@@ -756,6 +767,18 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 			}
 			if nPre > 0 {
 				s += MLAPrefillTime(t.mlaPre, t.mla, pre, pairs)
+			}
+			compute += t.count * s
+		case termDSA:
+			// Each query reads at most TopK cached tokens; from the step's
+			// sums that is min(Σ context, rows × TopK), exact when every
+			// context is on the same side of TopK (as windows are priced).
+			var s float64
+			if nDec > 0 {
+				s += DSADecodeTime(t.mlaDec, t.dsa, nDec, decodeCtx, math.Min(decodeCtx, nDec*t.dsa.TopK))
+			}
+			if nPre > 0 {
+				s += DSAPrefillTime(t.mlaPre, t.dsa, pre, math.Min(pairs, pre*t.dsa.TopK), pairs)
 			}
 			compute += t.count * s
 		case termMoE:

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -270,7 +271,7 @@ func TestFittedPricesTheMLAModuleOnce(t *testing.T) {
 			t.Errorf("%s priced apart from the MLA module", gone)
 		}
 	}
-	for _, kept := range []string{"attn (whole MLA module)", "o_proj.all_reduce", "shared_experts.gate_up_proj", "input_layernorm"} {
+	for _, kept := range []string{"attn (MLA module)", "o_proj.all_reduce", "shared_experts.gate_up_proj", "input_layernorm"} {
 		if !names[kept] {
 			t.Errorf("no %s term", kept)
 		}
@@ -378,5 +379,53 @@ func TestFittedGroupStepTimeDoesNotAllocate(t *testing.T) {
 	gp := p.(GroupPricer)
 	if n := testing.AllocsPerRun(100, func() { gp.GroupStepTime(bs) }); n != 0 {
 		t.Fatalf("GroupStepTime allocates %v times", n)
+	}
+}
+
+// DeepSeek sparse attention: the latent and the indexer's keys share a
+// block (vLLM's one KV cache group), 788 bytes per token per layer with
+// Hopper's fp8_ds_mla latent, 708 with Blackwell's plain fp8, 1284 in bf16;
+// the module is one DSA term whose decode price grows with context past
+// index_topk only by the indexer's scan.
+func TestFittedDSA(t *testing.T) {
+	for _, tc := range []struct {
+		chip, kv string
+		bytes    float64
+	}{
+		{"h200", "fp8", 61 * 788}, {"b200", "fp8", 61 * 708}, {"h200", "auto", 61 * 1284},
+	} {
+		d := deploy(t, "deepseek-ai/DeepSeek-V3.2", tc.chip, 8)
+		d.KVCacheDtype = tc.kv
+		if got, err := KVBytesPerToken(d); err != nil || got != tc.bytes {
+			t.Errorf("%s kv %s: %v B/token (%v), want %v", tc.chip, tc.kv, got, err, tc.bytes)
+		}
+	}
+	f := fittedFor(t, "deepseek-ai/DeepSeek-V3.2", "h200", 8).(*fitted)
+	var dsa *term
+	for i := range f.terms {
+		if f.terms[i].kind == termDSA {
+			dsa = &f.terms[i]
+		}
+		if n := f.terms[i].name; n == "indexer.wq_b" || n == "q_b_proj" {
+			t.Errorf("%s priced apart from the DSA module", n)
+		}
+	}
+	if dsa == nil || dsa.count != 61 || dsa.dsa.TopK != 2048 || dsa.dsa.IndexHeads != 64 {
+		t.Fatalf("DSA term %+v", dsa)
+	}
+	at := func(ctx float64) float64 {
+		return DSADecodeTime(dsa.mlaDec, dsa.dsa, 64, 64*ctx, 64*math.Min(ctx, 2048))
+	}
+	short, mid, long := at(1024), at(4096), at(65536)
+	if !(short < mid && mid < long) {
+		t.Fatalf("decode not growing with context: %g %g %g", short, mid, long)
+	}
+	// Past top-k only the indexer's per-token scan grows.
+	if d, want := long-mid, dsa.mlaDec.IndexerPerToken*64*(65536-4096); math.Abs(d-want) > 1e-9 {
+		t.Errorf("65k − 4k context adds %g s, the indexer's scan %g s", d, want)
+	}
+	b := mixedBatch()
+	if bd := f.StepTime(&b); bd.Compute <= 0 {
+		t.Errorf("step %+v", bd)
 	}
 }

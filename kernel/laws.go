@@ -411,3 +411,64 @@ func absInt(x int) int {
 	}
 	return x
 }
+
+// DSAShape is one DeepSeek-sparse-attention layer on one rank (DeepSeek-V3.2,
+// GLM-5): the MLA module plus the lightning indexer, replicated on every
+// rank, that keeps TopK cached tokens per query.
+type DSAShape struct {
+	MLAShape
+	IndexHeads, IndexHeadDim, TopK float64
+}
+
+// Params is the module's weights on this rank: MLA's plus the indexer's
+// wq_b (q_lora latent to index heads), wk and weights_proj.
+func (s DSAShape) Params() float64 {
+	return s.MLAShape.Params() + s.QLoraRank*s.IndexHeads*s.IndexHeadDim + s.Hidden*(s.IndexHeadDim+s.IndexHeads)
+}
+
+// paddedHeads is how many query heads the sparse kernel computes: vLLM's
+// FlashMLA sparse kernels pad a rank's heads to 64 (SM90) or 128 (SM100).
+func paddedHeads(l *catalog.MLALaw, heads float64) float64 { return math.Max(heads, l.PadHeads) }
+
+// DSADecodeTime prices the whole DSA module for seqs decode tokens whose
+// cached contexts hold kvTokens tokens in all, of which the attention reads
+// sparseTokens (Σ min(context, TopK)); the indexer scores all kvTokens:
+//
+//	F = 2·seqs·Params + sparse·Hp·(4·KVLoraRank + 2·RopeDim)
+//	B = Params·WeightBytes + sparse·(KVLoraRank + RopeDim)·KVBytes + seqs·Hidden·4
+//	t = T0 + sqrt(C² + M²) + PerSeqHead·seqs·Hp + IndexerPerToken·kvTokens
+//
+// with Hp the padded heads and C, M as in MLADecodeTime (w = seqs·Hp).
+func DSADecodeTime(l *catalog.MLALaw, s DSAShape, seqs, kvTokens, sparseTokens float64) float64 {
+	if seqs <= 0 {
+		return 0
+	}
+	p, hp := s.Params(), paddedHeads(l, s.Heads)
+	f := 2*seqs*p + sparseTokens*hp*(4*s.KVLoraRank+2*s.RopeDim)
+	b := p*l.WeightBytes + sparseTokens*(s.KVLoraRank+s.RopeDim)*l.KVBytes + seqs*s.Hidden*4
+	w := seqs * hp
+	c := f * (w + l.WorkHalf) / (l.PeakFLOPS * l.EffMax * w)
+	mem := b / (l.MemBW * l.BWEff)
+	return l.T0 + math.Sqrt(c*c+mem*mem) + l.PerSeqHead*w + l.IndexerPerToken*kvTokens
+}
+
+// DSAPrefillTime prices the whole DSA module for tokens prefill tokens:
+// the sparse backends attend as MQA over the latent (absorbed, as decode)
+// for sparsePairs (query, key) pairs (Σ min(position, TopK)), and the
+// indexer scores allPairs (every causal pair):
+//
+//	F = 2·tokens·Params + sparsePairs·Hp·(4·KVLoraRank + 2·RopeDim)
+//	B = Params·WeightBytes + sparsePairs·(KVLoraRank + RopeDim)·KVBytes + tokens·Hidden·4
+//	t = T0 + sqrt(C² + M²) + IndexerPerPair·allPairs,  C = F/(P·EffMax·w/(w+WorkHalf)), w = tokens·Hp
+func DSAPrefillTime(l *catalog.MLALaw, s DSAShape, tokens, sparsePairs, allPairs float64) float64 {
+	if tokens <= 0 {
+		return 0
+	}
+	p, hp := s.Params(), paddedHeads(l, s.Heads)
+	f := 2*tokens*p + sparsePairs*hp*(4*s.KVLoraRank+2*s.RopeDim)
+	b := p*l.WeightBytes + sparsePairs*(s.KVLoraRank+s.RopeDim)*l.KVBytes + tokens*s.Hidden*4
+	w := tokens * hp
+	c := f * (w + l.WorkHalf) / (l.PeakFLOPS * l.EffMax * w)
+	mem := b / (l.MemBW * l.BWEff)
+	return l.T0 + math.Sqrt(c*c+mem*mem) + l.IndexerPerPair*allPairs
+}

@@ -326,6 +326,11 @@ func TestGraphKVBytesMatchShape(t *testing.T) {
 			}
 			s := newShape(d)
 			want := float64(g.KVCacheElemsPerToken(tp)) * s.dtypeB
+			for i := range g.Layers { // DSA's indexer keys: fixed bytes, any KV dtype
+				if a := g.Layers[i].Attention(); a != nil {
+					want += float64(g.Layers[i].Count * a.IndexerCacheBytes)
+				}
+			}
 			if got := s.kvBytesPerToken(); math.Abs(got-want) > 1e-6*want {
 				t.Errorf("%s TP%d: shape %g B/token, graph %g", m.ID, tp, got, want)
 			}

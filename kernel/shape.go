@@ -105,6 +105,14 @@ func newShape(d Deployment) shape {
 		s.kvBytesLayer = (kvl + rope)
 		s.qkvOut = hr*qk + kvl + rope
 		s.attnOut = hr * v
+		if m.IsDSA() {
+			// The indexer, replicated: wq_b and wk in the attention
+			// dtype; weights_proj (unquantized) and k_norm's weight and
+			// bias with the norms, which are in the model dtype.
+			ih, id := float64(m.IndexHeads), float64(m.IndexHeadDim)
+			s.attnLinear += float64(m.QLoraRank)*ih*id + H*id
+			s.normsLayer += H*ih + 2*id
+		}
 	} else {
 		s.qkvOut = (s.headsR + 2*s.kvHeadsR) * d0
 		s.attnOut = s.headsR * d0
@@ -113,6 +121,9 @@ func newShape(d Deployment) shape {
 	}
 	kvB, _ := kvDtypeBytes(d.KVCacheDtype, s.dtypeB)
 	s.kvBytesLayer *= kvB
+	if m.IsDSA() {
+		s.kvBytesLayer = dsaKVBytesLayer(m, kvB, c.FP4FLOPS > 0)
+	}
 	s.normsLayer += 2 * H // input and post-attention RMSNorm
 
 	// Gated MLPs (SwiGLU): gate, up and down, 3·H·I parameters.
@@ -197,6 +208,25 @@ func (s shape) weightBytes() float64 {
 		(s.L*s.normsLayer+s.finalNorm+s.embed+s.lmHead)*s.dtypeB +
 		s.ropeCache
 	return b
+}
+
+// dsaKVBytesLayer is what one token adds to one DSA layer's cache on every
+// rank (vllm/v1/kv_cache_interface.py MLAAttentionSpec, deepseek_v2.py
+// DeepseekV32IndexerCache), the latent and the indexer's keys in one block:
+//   - the latent: (kv_lora_rank + rope) × dtype bytes; with an fp8 cache on
+//     Hopper, FlashMLA sparse's fp8_ds_mla layout: the latent in fp8, one
+//     fp32 scale per 128 values and the rope part in bf16 (656 bytes for
+//     DeepSeek-V3.2); Blackwell's FlashInfer sparse MLA keeps plain fp8;
+//   - the indexer's keys: index_head_dim fp8 values and one fp32 scale per
+//     128, whatever the KV dtype (132 bytes).
+func dsaKVBytesLayer(m *catalog.Model, kvB float64, blackwell bool) float64 {
+	kvl, rope := float64(m.KVLoraRank), float64(m.QKRopeHeadDim)
+	latent := (kvl + rope) * kvB
+	if kvB == 1 && !blackwell {
+		latent = kvl + math.Ceil(kvl/128)*4 + rope*2
+	}
+	id := float64(m.IndexHeadDim)
+	return latent + id + math.Ceil(id/128)*4
 }
 
 // kvBytesPerToken is the KV cache one token takes on one rank, all layers

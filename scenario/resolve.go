@@ -86,6 +86,15 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		mns = min(mns, mnbt)
 	}
 
+	blockSize := s.BlockSize
+	if r.Model.IsDSA() {
+		// DeepSeek sparse attention runs with 64-token blocks whatever
+		// --block-size says: vLLM's CUDA platform forces block_size=64 when
+		// the config has index_topk (vllm/platforms/cuda.py, v0.11–0.14),
+		// and later the sparse MLA and indexer backends support only 64.
+		blockSize = 64
+	}
+
 	cc, err := parseCompilationConfig(s.CompilationConfig)
 	if err != nil {
 		return nil, err
@@ -98,7 +107,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize, DP: s.DataParallelSize,
 		Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
 		MaxNumBatchedTokens: mnbt, MaxNumSeqs: mns, MaxModelLen: maxLen,
-		BlockSize: s.BlockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
+		BlockSize: blockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
 		NumGPUBlocksOverride: s.NumGPUBlocksOverride, EnforceEager: s.EnforceEager,
 		CUDAGraphMode: cc.Mode, MaxCUDAGraphCaptureSize: capSize, CaptureSizes: cc.CaptureSizes,
 		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
@@ -115,7 +124,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		LongPrefillTokenThreshold: s.LongPrefillTokenThreshold,
 		EnableChunkedPrefill:      s.EnableChunkedPrefill,
 		EnablePrefixCaching:       s.EnablePrefixCaching,
-		BlockSize:                 s.BlockSize,
+		BlockSize:                 blockSize,
 		NumGPUBlocks:              r.Memory.NumBlocks,
 		MaxModelLen:               maxLen,
 		KVCache:                   r.Memory.KVCache,

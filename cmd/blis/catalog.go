@@ -160,6 +160,9 @@ func writeKind(w io.Writer, title string, k catalog.LayerKind, dtype string, dty
 		}
 		head += fmt.Sprintf(" — KV cache %d elements per token per layer (%g B in %s), %s",
 			k.KVCacheElems, float64(k.KVCacheElems)*dtypeBytes, dtype, shard)
+		if a.IndexerCacheBytes > 0 {
+			head += fmt.Sprintf(", plus the indexer's %d B key cache (fp8 keys and scales, any KV dtype)", a.IndexerCacheBytes)
+		}
 	}
 	writeOps(w, head, k.Ops)
 }

@@ -61,7 +61,7 @@ func TestCatalogShowErrors(t *testing.T) {
 	}{
 		{[]string{"catalog", "show", "llama-3.1-7b"}, "did you mean"},
 		{[]string{"catalog", "show", "deepseek-ai/DeepSeek-V4-Flash"}, "known but not supported: DeepSeek-V4 compressed sparse attention"},
-		{[]string{"catalog", "show", "deepseek-v3.2"}, "lightning indexer"},
+		{[]string{"catalog", "show", "qwen3.5-397b"}, "Gated DeltaNet"},
 		{[]string{"catalog", "show"}, "takes one model"},
 		{[]string{"catalog", "show", "a", "b"}, "takes one model"},
 		{[]string{"catalog", "list", "extra"}, "takes no arguments"},

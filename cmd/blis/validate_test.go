@@ -69,7 +69,7 @@ func TestValidateInferenceXFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "Compared: BLIS mean TTFT") || !strings.Contains(out, "12 filtered out") {
+	if !strings.Contains(out, "Compared: BLIS mean TTFT") || !strings.Contains(out, "13 filtered out") {
 		t.Errorf("stdout:\n%s", out)
 	}
 }

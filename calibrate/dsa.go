@@ -1,0 +1,158 @@
+package calibrate
+
+import (
+	"fmt"
+	"sort"
+
+	"blis/catalog"
+	"blis/kernel"
+)
+
+// dsaPads are the query-head paddings a DSA law is tried with: none, and
+// the 64 and 128 heads vLLM's FlashMLA sparse kernels compute for fewer on
+// SM90 and SM100 (vllm/v1/attention/backends/mla/flashmla_sparse.py). The
+// fit keeps the one the table agrees with best: the tables time several
+// backends (FlashMLA sparse, FlashInfer sparse MLA) under one dtype pair.
+var dsaPads = []float64{1, 64, 128}
+
+// fitDSA fits the DeepSeek-sparse-attention module tables (DeepSeek-V3.2,
+// GLM-5; sparse_attention/vllm/0.24.0/dsa_*_module_perf.parquet) as the
+// MLA tables are fitted, with the indexer's terms and the head padding.
+func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
+	for _, phase := range []string{"generation", "context"} {
+		rel := "sparse_attention/vllm/0.24.0/dsa_" + phase + "_module_perf.parquet"
+		t, file, err := cf.table(rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t == nil {
+			continue
+		}
+		c := &cols{t: t}
+		model, mlaDt, kvd, gemm := c.str("model"), c.str("mla_dtype"), c.str("kv_cache_dtype"), c.str("gemm_type")
+		H, B, S, step, tp, lat := c.num("num_heads"), c.num("batch_size"), c.num("isl"), c.num("step"), c.num("tp_size"), c.num("latency")
+		if c.err != nil {
+			return nil, nil, c.err
+		}
+		y := seconds(lat)
+		shapes := map[string]kernel.DSAShape{}
+		type combo struct{ gemm, kv string }
+		groups := map[combo][]int{}
+		for i := range y {
+			if !(y[i] > 0) || tp[i] != 1 || mlaDt[i] != "bfloat16" {
+				continue
+			}
+			if _, ok := shapes[model[i]]; !ok {
+				m, err := catalog.LookupModel(model[i])
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s: row %d: model %q: %v", file, i, model[i], err)
+				}
+				if !m.IsDSA() {
+					return nil, nil, fmt.Errorf("%s: row %d: model %q has no DSA indexer", file, i, model[i])
+				}
+				shapes[model[i]] = kernel.DSAShape{
+					MLAShape: kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
+						KVLoraRank: float64(m.KVLoraRank), RopeDim: float64(m.QKRopeHeadDim), NopeDim: float64(m.QKNopeHeadDim), VDim: float64(m.VHeadDim)},
+					IndexHeads: float64(m.IndexHeads), IndexHeadDim: float64(m.IndexHeadDim), TopK: float64(m.IndexTopK)}
+			}
+			if _, ok := mlaGEMM[gemm[i]]; !ok {
+				return nil, nil, fmt.Errorf("%s: row %d: unknown gemm_type %q", file, i, gemm[i])
+			}
+			groups[combo{gemm[i], kvd[i]}] = append(groups[combo{gemm[i], kvd[i]}], i)
+		}
+		var combos []combo
+		for k := range groups {
+			combos = append(combos, k)
+		}
+		sort.Slice(combos, func(i, j int) bool {
+			if combos[i].gemm != combos[j].gemm {
+				return combos[i].gemm < combos[j].gemm
+			}
+			return combos[i].kv < combos[j].kv
+		})
+		var models []string
+		for m := range shapes {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+		for _, cb := range combos {
+			rows := groups[cb]
+			g := mlaGEMM[cb.gemm]
+			if peakOf(cf.chip, g.peak) <= 0 {
+				continue
+			}
+			kb, err := kvBytes(cb.kv)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %v", file, err)
+			}
+			shape := func(r int) kernel.DSAShape {
+				s := shapes[model[r]]
+				s.Heads = H[r]
+				return s
+			}
+			var best catalog.MLALaw
+			bestFit := -1.0
+			for _, pad := range dsaPads {
+				fit, held, nshapes := splitByShape(rows, func(r int) shapeKey { return shapeKey{H[r]} })
+				law := catalog.MLALaw{GEMMDtype: cb.gemm, KVDtype: cb.kv, PeakKey: g.peak, PeakFLOPS: peakOf(cf.chip, g.peak),
+					MemBW: cf.chip.MemBW, WeightBytes: g.weightBytes, KVBytes: kb, PadHeads: pad}
+				var fs *fitSet
+				var scope string
+				if phase == "generation" {
+					set := func(p []float64, l *catalog.MLALaw) {
+						l.T0, l.EffMax, l.WorkHalf, l.BWEff, l.PerSeqHead, l.IndexerPerToken = p[0], p[1], p[2], p[3], p[4], p[5]
+					}
+					fs = &fitSet{y: y, fit: fit, held: held, heldShapes: nshapes,
+						kinds: []paramKind{positive, positive, positive, positive, positive, positive},
+						p0:    []float64{quantile(y, fit, 0.02) / 2, 0.3, 100, 0.7, 1e-8, 5e-11},
+						predict: func(p []float64, r int) float64 {
+							l := law
+							set(p, &l)
+							s := shape(r)
+							kv := S[r] + step[r] - 1 // as the MLA tables: KV length isl+step−1
+							return kernel.DSADecodeTime(&l, s, B[r], B[r]*kv, B[r]*min(kv, s.TopK))
+						}}
+					p, fm, hm := fs.run()
+					set(p, &law)
+					scope = join(
+						fmt.Sprintf("model %v (whole DSA attention module: MLA projections, indexer, sparse attention, o_proj), mla_dtype=bfloat16, gemm_type=%s, kv_cache_dtype=%s, tp_size=1, query heads padded to %g", models, cb.gemm, cb.kv, pad),
+						fmt.Sprintf("batch %g..%g, KV length %g..%g, heads %g..%g", minOf(B, rows), maxOf(B, rows), minOf(step, rows), maxOf(step, rows), minOf(H, rows), maxOf(H, rows)),
+						heldRule("num_heads"),
+					)
+					law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
+				} else {
+					set := func(p []float64, l *catalog.MLALaw) {
+						l.T0, l.EffMax, l.WorkHalf, l.BWEff, l.IndexerPerPair = p[0], p[1], p[2], p[3], p[4]
+					}
+					fs = &fitSet{y: y, fit: fit, held: held, heldShapes: nshapes,
+						kinds: []paramKind{positive, positive, positive, positive, positive},
+						p0:    []float64{quantile(y, fit, 0.02) / 2, 0.3, 1000, 0.7, 1e-10},
+						predict: func(p []float64, r int) float64 {
+							l := law
+							set(p, &l)
+							s := shape(r)
+							// step is the cached prefix the chunk follows.
+							return kernel.DSAPrefillTime(&l, s, B[r]*S[r], B[r]*kernel.CausalPairs(S[r], step[r], s.TopK), B[r]*kernel.CausalPairs(S[r], step[r], 0))
+						}}
+					p, fm, hm := fs.run()
+					set(p, &law)
+					scope = join(
+						fmt.Sprintf("model %v (whole DSA attention module), mla_dtype=bfloat16, gemm_type=%s, kv_cache_dtype=%s, tp_size=1, query heads padded to %g", models, cb.gemm, cb.kv, pad),
+						fmt.Sprintf("batch %g..%g, isl %g..%g, cached prefix %g..%g, heads %g..%g", minOf(B, rows), maxOf(B, rows), minOf(S, rows), maxOf(S, rows), minOf(step, rows), maxOf(step, rows), minOf(H, rows), maxOf(H, rows)),
+						heldRule("num_heads"),
+					)
+					law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
+				}
+				if m := law.Provenance.FitMAPE; bestFit < 0 || m < bestFit {
+					best, bestFit = law, m
+				}
+			}
+			if phase == "generation" {
+				dec = append(dec, best)
+			} else {
+				pre = append(pre, best)
+			}
+		}
+	}
+	return dec, pre, nil
+}
