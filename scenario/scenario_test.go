@@ -96,3 +96,23 @@ func TestParseCompilationConfig(t *testing.T) {
 		}
 	}
 }
+
+// DeepSeek sparse attention runs with 64-token blocks whatever --block-size
+// asks (vLLM forces it when the config has index_topk); other models keep
+// the flag's value.
+func TestDSAForcesBlockSize64(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  int
+	}{{"deepseek-ai/DeepSeek-V3.2", 64}, {"deepseek-ai/DeepSeek-V3", 16}} {
+		s := Defaults()
+		s.Model, s.Hardware, s.TensorParallelSize, s.MaxModelLen, s.BlockSize = tc.model, "h200", 8, 8192, 16
+		r, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Deployment.BlockSize != tc.want || r.Engine.BlockSize != tc.want || r.Memory.KVCache.BlockSize != tc.want {
+			t.Errorf("%s: block size %d / %d / %d, want %d", tc.model, r.Deployment.BlockSize, r.Engine.BlockSize, r.Memory.KVCache.BlockSize, tc.want)
+		}
+	}
+}
