@@ -11,7 +11,8 @@ import (
 // dsaPads are the query-head paddings a DSA law is tried with: none, and
 // the 64 and 128 heads vLLM's FlashMLA sparse kernels compute for fewer on
 // SM90 and SM100 (vllm/v1/attention/backends/mla/flashmla_sparse.py). The
-// fit keeps the one the table agrees with best: the tables time several
+// fit keeps the one the table agrees with best on its held-out heads (on
+// the fitted rows when none are held out): the tables time several
 // backends (FlashMLA sparse, FlashInfer sparse MLA) under one dtype pair.
 var dsaPads = []float64{1, 64, 128}
 
@@ -29,14 +30,21 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 			continue
 		}
 		c := &cols{t: t}
-		model, mlaDt, kvd, gemm := c.str("model"), c.str("mla_dtype"), c.str("kv_cache_dtype"), c.str("gemm_type")
+		model, mlaDt, kvd, gemm, kern := c.str("model"), c.str("mla_dtype"), c.str("kv_cache_dtype"), c.str("gemm_type"), c.str("kernel_source")
 		H, B, S, step, tp, lat := c.num("num_heads"), c.num("batch_size"), c.num("isl"), c.num("step"), c.num("tp_size"), c.num("latency")
 		if c.err != nil {
 			return nil, nil, c.err
 		}
 		y := seconds(lat)
 		shapes := map[string]kernel.DSAShape{}
-		type combo struct{ gemm, kv string }
+		// Prefill laws are fitted per kernel regime: the tables time the
+		// backend vLLM picks for each head count, and in prefill the picks
+		// differ in cost (FlashMLA sparse with an fp8 cache runs the fp8
+		// decode kernel below 32 heads per rank — flashmla_sparse.py's
+		// MIN_HEADS_FOR_BF16_PREFILL; the H100 rows cost 1.4–1.55× the bf16
+		// cache's there and +4 % from 32 heads up — and upconverts to bf16
+		// above; Blackwell with a bf16 cache runs FlashInfer at ≤ 16 heads).
+		type combo struct{ gemm, kv, regime string }
 		groups := map[combo][]int{}
 		for i := range y {
 			if !(y[i] > 0) || tp[i] != 1 || mlaDt[i] != "bfloat16" {
@@ -58,7 +66,14 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 			if _, ok := mlaGEMM[gemm[i]]; !ok {
 				return nil, nil, fmt.Errorf("%s: row %d: unknown gemm_type %q", file, i, gemm[i])
 			}
-			groups[combo{gemm[i], kvd[i]}] = append(groups[combo{gemm[i], kvd[i]}], i)
+			cb := combo{gemm: gemm[i], kv: kvd[i]}
+			if phase == "context" {
+				cb.regime = kern[i]
+				if kern[i] == "FLASHMLA_SPARSE" && kvd[i] == "fp8" && H[i] < 32 {
+					cb.regime += " (fp8 decode kernel)"
+				}
+			}
+			groups[cb] = append(groups[cb], i)
 		}
 		var combos []combo
 		for k := range groups {
@@ -68,13 +83,20 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 			if combos[i].gemm != combos[j].gemm {
 				return combos[i].gemm < combos[j].gemm
 			}
-			return combos[i].kv < combos[j].kv
+			if combos[i].kv != combos[j].kv {
+				return combos[i].kv < combos[j].kv
+			}
+			return minOf(H, groups[combos[i]]) < minOf(H, groups[combos[j]])
 		})
 		var models []string
 		for m := range shapes {
 			models = append(models, m)
 		}
 		sort.Strings(models)
+		regimes := map[[2]string]int{}
+		for _, cb := range combos {
+			regimes[[2]string{cb.gemm, cb.kv}]++
+		}
 		for _, cb := range combos {
 			rows := groups[cb]
 			g := mlaGEMM[cb.gemm]
@@ -96,6 +118,11 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 				fit, held, nshapes := splitByShape(rows, func(r int) shapeKey { return shapeKey{H[r]} })
 				law := catalog.MLALaw{GEMMDtype: cb.gemm, KVDtype: cb.kv, PeakKey: g.peak, PeakFLOPS: peakOf(cf.chip, g.peak),
 					MemBW: cf.chip.MemBW, WeightBytes: g.weightBytes, KVBytes: kb, PadHeads: pad}
+				kernels := ""
+				if regimes[[2]string{cb.gemm, cb.kv}] > 1 {
+					law.MinHeads, law.MaxHeads = minOf(H, rows), maxOf(H, rows)
+					kernels = ", kernel " + cb.regime + " (the rows of its head range)"
+				}
 				var fs *fitSet
 				var scope string
 				if phase == "generation" {
@@ -103,7 +130,7 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 						l.T0, l.EffMax, l.WorkHalf, l.BWEff, l.PerSeqHead, l.IndexerPerToken = p[0], p[1], p[2], p[3], p[4], p[5]
 					}
 					fs = &fitSet{y: y, fit: fit, held: held, heldShapes: nshapes,
-						kinds: []paramKind{positive, positive, positive, positive, positive, positive},
+						kinds: []paramKind{positive, fraction, positive, fraction, positive, positive},
 						p0:    []float64{quantile(y, fit, 0.02) / 2, 0.3, 100, 0.7, 1e-8, 5e-11},
 						predict: func(p []float64, r int) float64 {
 							l := law
@@ -125,8 +152,10 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 						l.T0, l.EffMax, l.WorkHalf, l.BWEff, l.IndexerPerPair = p[0], p[1], p[2], p[3], p[4]
 					}
 					fs = &fitSet{y: y, fit: fit, held: held, heldShapes: nshapes,
-						kinds: []paramKind{positive, positive, positive, positive, positive},
-						p0:    []float64{quantile(y, fit, 0.02) / 2, 0.3, 1000, 0.7, 1e-10},
+						// Efficiencies are fractions: with the floor a max,
+						// an unbounded bandwidth term could vanish into it.
+						kinds: []paramKind{positive, fraction, positive, fraction, positive},
+						p0:    []float64{quantile(y, fit, 0.02), 0.3, 1000, 0.7, 1e-10},
 						predict: func(p []float64, r int) float64 {
 							l := law
 							set(p, &l)
@@ -137,13 +166,20 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 					p, fm, hm := fs.run()
 					set(p, &law)
 					scope = join(
-						fmt.Sprintf("model %v (whole DSA attention module), mla_dtype=bfloat16, gemm_type=%s, kv_cache_dtype=%s, tp_size=1, query heads padded to %g", models, cb.gemm, cb.kv, pad),
+						fmt.Sprintf("model %v (whole DSA attention module), mla_dtype=bfloat16, gemm_type=%s, kv_cache_dtype=%s%s, tp_size=1, query heads padded to %g", models, cb.gemm, cb.kv, kernels, pad),
 						fmt.Sprintf("batch %g..%g, isl %g..%g, cached prefix %g..%g, heads %g..%g", minOf(B, rows), maxOf(B, rows), minOf(S, rows), maxOf(S, rows), minOf(step, rows), maxOf(step, rows), minOf(H, rows), maxOf(H, rows)),
 						heldRule("num_heads"),
 					)
 					law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 				}
-				if m := law.Provenance.FitMAPE; bestFit < 0 || m < bestFit {
+				// The padding is chosen on the held-out heads where some are
+				// held out: it decides how the law extrapolates across
+				// heads, which the fitted rows alone do not test.
+				m := law.Provenance.FitMAPE
+				if h := law.Provenance.HeldOutMAPE; h != nil {
+					m = *h
+				}
+				if bestFit < 0 || m < bestFit {
 					best, bestFit = law, m
 				}
 			}

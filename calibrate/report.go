@@ -52,7 +52,12 @@ func (r *Report) Rows() []ErrorRow {
 			add(ci, "dsa decode", c.DSADecode[i].GEMMDtype+" kv "+c.DSADecode[i].KVDtype, &c.DSADecode[i].Provenance)
 		}
 		for i := range c.DSAPrefill {
-			add(ci, "dsa prefill", c.DSAPrefill[i].GEMMDtype+" kv "+c.DSAPrefill[i].KVDtype, &c.DSAPrefill[i].Provenance)
+			l := &c.DSAPrefill[i]
+			kind := l.GEMMDtype + " kv " + l.KVDtype
+			if l.MaxHeads > 0 {
+				kind += fmt.Sprintf(" h%g-%g", l.MinHeads, l.MaxHeads)
+			}
+			add(ci, "dsa prefill", kind, &l.Provenance)
 		}
 		for i := range c.MoE {
 			add(ci, "moe", c.MoE[i].Dtype, &c.MoE[i].Provenance)
@@ -68,15 +73,20 @@ func (r *Report) Rows() []ErrorRow {
 // held-out MAPE and rows fitted (+ held out).
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	head := fmt.Sprintf("%-16s %-22s", "family", "kind")
-	rule := strings.Repeat("-", 39)
+	rows := r.Rows()
+	kw := 22 // the kind column: as wide as the longest kind
+	for _, row := range rows {
+		kw = max(kw, len(row.Kind))
+	}
+	head := fmt.Sprintf("%-16s %-*s", "family", kw, "kind")
+	rule := strings.Repeat("-", 17+kw)
 	for _, ch := range r.Chips {
 		head += fmt.Sprintf(" | %-27s", ch.Coeffs.Chip+": fit% held% rows")
 		rule += "-+-" + strings.Repeat("-", 27)
 	}
 	b.WriteString(head + "\n" + rule + "\n")
-	for _, row := range r.Rows() {
-		line := fmt.Sprintf("%-16s %-22s", row.Family, row.Kind)
+	for _, row := range rows {
+		line := fmt.Sprintf("%-16s %-*s", row.Family, kw, row.Kind)
 		for _, p := range row.ByChip {
 			if p == nil {
 				line += fmt.Sprintf(" | %-27s", "—")

@@ -130,10 +130,17 @@ type MLALaw struct {
 	// per rank), and the lightning indexer's cost per cached token scored
 	// in decode and per (query, key) pair scored in prefill (fp8 logits,
 	// their fp32 write and the top-k over them), seconds.
-	PadHeads        float64    `yaml:"pad_heads,omitempty"`
-	IndexerPerToken float64    `yaml:"indexer_per_token_s,omitempty"`
-	IndexerPerPair  float64    `yaml:"indexer_per_pair_s,omitempty"`
-	Provenance      Provenance `yaml:"provenance"`
+	PadHeads        float64 `yaml:"pad_heads,omitempty"`
+	IndexerPerToken float64 `yaml:"indexer_per_token_s,omitempty"`
+	IndexerPerPair  float64 `yaml:"indexer_per_pair_s,omitempty"`
+	// MinHeads..MaxHeads are the query heads per rank the law was fitted
+	// on when vLLM runs a different kernel for other head counts under the
+	// same dtypes (DSA prefill: FlashMLA sparse's fp8 cache takes the
+	// decode kernel below 32 heads; on Blackwell a bf16 cache takes
+	// FlashInfer at ≤ 16 heads). Both 0: every head count.
+	MinHeads   float64    `yaml:"min_heads,omitempty"`
+	MaxHeads   float64    `yaml:"max_heads,omitempty"`
+	Provenance Provenance `yaml:"provenance"`
 }
 
 // MoELaw prices a fused routed-expert MoE layer (kernel.MoETime).
@@ -290,8 +297,32 @@ func (c *Coefficients) DSADecodeFor(gemmDtype, kvDtype string) (*MLALaw, error) 
 	return c.mlaFor("dsa_decode", c.DSADecode, gemmDtype, kvDtype)
 }
 
-// DSAPrefillFor: see DSADecodeFor.
-func (c *Coefficients) DSAPrefillFor(gemmDtype, kvDtype string) (*MLALaw, error) {
+// DSAPrefillFor: see DSADecodeFor; heads (per rank) picks among laws
+// fitted on different head ranges: the one whose range holds heads, else
+// the nearest range (the larger heads on a tie).
+func (c *Coefficients) DSAPrefillFor(gemmDtype, kvDtype string, heads float64) (*MLALaw, error) {
+	var best *MLALaw
+	bestDist := math.Inf(1)
+	for i := range c.DSAPrefill {
+		l := &c.DSAPrefill[i]
+		if l.GEMMDtype != gemmDtype || l.KVDtype != kvDtype {
+			continue
+		}
+		d := 0.0
+		switch {
+		case l.MinHeads == 0 && l.MaxHeads == 0:
+		case heads < l.MinHeads:
+			d = l.MinHeads - heads
+		case heads > l.MaxHeads:
+			d = heads - l.MaxHeads + 0.5 // a tie goes to the larger heads' range
+		}
+		if d < bestDist {
+			best, bestDist = l, d
+		}
+	}
+	if best != nil {
+		return best, nil
+	}
 	return c.mlaFor("dsa_prefill", c.DSAPrefill, gemmDtype, kvDtype)
 }
 
@@ -474,7 +505,10 @@ func (c *Coefficients) validate(file string) error {
 			p := fmt.Sprintf("%s[%d]", sec, i)
 			k.str(p+".gemm_dtype", l.GEMMDtype)
 			k.str(p+".kv_dtype", l.KVDtype)
-			dup(sec, l.GEMMDtype+"/"+l.KVDtype)
+			dup(sec, fmt.Sprintf("%s/%s/%g-%g", l.GEMMDtype, l.KVDtype, l.MinHeads, l.MaxHeads))
+			if l.MaxHeads < l.MinHeads {
+				k.failf(p+".max_heads", "%g is below min_heads %g", l.MaxHeads, l.MinHeads)
+			}
 			k.peak(p+".peak", l.PeakKey)
 			k.num(p+".weight_bytes", l.WeightBytes, 1e-3, maxBytes)
 			k.num(p+".kv_bytes", l.KVBytes, 1e-3, maxBytes)
@@ -486,6 +520,8 @@ func (c *Coefficients) validate(file string) error {
 			k.num(p+".pad_heads", l.PadHeads, 0, 1e4)
 			k.num(p+".indexer_per_token_s", l.IndexerPerToken, 0, maxSeconds)
 			k.num(p+".indexer_per_pair_s", l.IndexerPerPair, 0, maxSeconds)
+			k.num(p+".min_heads", l.MinHeads, 0, 1e4)
+			k.num(p+".max_heads", l.MaxHeads, 0, 1e4)
 			k.prov(p+".provenance", l.Provenance)
 		}
 	}

@@ -232,3 +232,30 @@ func TestCoefficientsFromNamesAFittedChip(t *testing.T) {
 		}
 	}
 }
+
+// DSA prefill laws fitted on different head ranges of one dtype pair: a
+// deployment takes the law of its heads per rank, else the nearest range
+// (the larger heads on a tie); a law without a range covers every count.
+func TestDSAPrefillForPicksTheHeadRange(t *testing.T) {
+	c := &Coefficients{DSAPrefill: []MLALaw{
+		{GEMMDtype: "fp8_block", KVDtype: "fp8", T0: 1, MinHeads: 1, MaxHeads: 16},
+		{GEMMDtype: "fp8_block", KVDtype: "fp8", T0: 2, MinHeads: 32, MaxHeads: 128},
+		{GEMMDtype: "fp8_block", KVDtype: "bfloat16", T0: 3},
+	}}
+	for _, tc := range []struct {
+		kv    string
+		heads float64
+		want  float64
+	}{
+		{"fp8", 8, 1}, {"fp8", 16, 1}, {"fp8", 32, 2}, {"fp8", 256, 2}, {"fp8", 20, 1}, {"fp8", 24, 2}, {"fp8", 28, 2},
+		{"bfloat16", 8, 3}, {"bfloat16", 128, 3},
+	} {
+		l, err := c.DSAPrefillFor("fp8_block", tc.kv, tc.heads)
+		if err != nil || l.T0 != tc.want {
+			t.Errorf("kv %s, %g heads: law %+v (%v), want T0 %g", tc.kv, tc.heads, l, err, tc.want)
+		}
+	}
+	if _, err := c.DSAPrefillFor("bfloat16", "fp8", 8); err == nil || !strings.Contains(err.Error(), "dsa_prefill") {
+		t.Errorf("missing dtype pair: %v", err)
+	}
+}

@@ -512,11 +512,13 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			decFor, preFor := r.co.MLADecodeFor, r.co.MLAPrefillFor
 			if a.Kind == "dsa" {
 				// DeepSeek sparse attention: the module with its indexer,
-				// priced by the laws fitted on the DSA module tables.
+				// priced by the laws fitted on the DSA module tables; the
+				// prefill kernel vLLM picks depends on the heads per rank.
 				t.kind = termDSA
 				t.name = op.Name + " (DSA module)"
 				t.dsa = DSAShape{MLAShape: t.mla, IndexHeads: float64(a.IndexHeads), IndexHeadDim: float64(a.IndexHeadDim), TopK: float64(a.IndexTopK)}
-				decFor, preFor = r.co.DSADecodeFor, r.co.DSAPrefillFor
+				decFor = r.co.DSADecodeFor
+				preFor = func(g, kv string) (*catalog.MLALaw, error) { return r.co.DSAPrefillFor(g, kv, heads) }
 			}
 			var err error
 			if t.mlaDec, err = decFor(gd, r.kvDtype()); err != nil {
