@@ -115,7 +115,7 @@ func TestFittedStepTimeDoesNotAllocate(t *testing.T) {
 // BenchmarkFittedStepTime prices a 256-request mixed batch (target ≤ 1 µs,
 // 0 allocations): go test ./kernel -run '^$' -bench FittedStepTime -benchmem
 func BenchmarkFittedStepTime(b *testing.B) {
-	for _, model := range []string{"meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b"} {
+	for _, model := range []string{"meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3.2", "openai/gpt-oss-120b"} {
 		b.Run(model[strings.Index(model, "/")+1:], func(b *testing.B) {
 			p := fittedFor(b, model, "h200", 8)
 			batch := mixedBatch()
