@@ -272,7 +272,49 @@ func normDtype(s string) (string, float64, bool) {
 // counted in the weights nor priced: Kimi-K2.5's MoonViT (27 layers of
 // width 1152, about 0.4 B parameters, against the decoder's 1 T) is under
 // 0.2 % of a GPU's weights at TP 8, and text prompts never run it.
-var textWrappers = map[string]bool{"KimiK25ForConditionalGeneration": true}
+//
+// The value is the decoder architecture vLLM builds when the text_config
+// names none ("" when it must name its own): Qwen3-VL's text model is
+// Qwen3's decoder (vllm/model_executor/models/qwen3_vl.py Qwen3LLMForCausalLM)
+// with interleaved M-RoPE, which for text-only prompts rotates every section
+// by the same position, so it prices as Qwen3's RoPE. Qwen3-VL's vision
+// tower is counted in the weights (VisionParams): 1.8 % of the 32B model's,
+// too much to leave out of the KV pool at small TP.
+var textWrappers = map[string]string{"KimiK25ForConditionalGeneration": "", "Qwen3VLForConditionalGeneration": "Qwen3ForCausalLM"}
+
+// qwen3VisionParams counts the parameters of Qwen3-VL's vision tower as
+// vLLM builds it (qwen3_vl.py Qwen3_VisionTransformer): a Conv3d patch
+// embedding, learned position embeddings, depth blocks of LayerNorm ×2,
+// qkv and proj linears and a two-layer MLP (all with biases), then one
+// patch merger and one per deepstack index, each a LayerNorm and two
+// linears from spatial_merge_size² × hidden to out_hidden_size.
+func (c cfg) qwen3VisionParams() (float64, error) {
+	get := func(k string) (float64, error) {
+		v, err := c.posInt(k)
+		return float64(v), err
+	}
+	var depth, h, inter, out, merge, patch, tpatch, inCh, npos float64
+	var err error
+	for _, f := range []struct {
+		key string
+		dst *float64
+	}{{"depth", &depth}, {"hidden_size", &h}, {"intermediate_size", &inter}, {"out_hidden_size", &out},
+		{"spatial_merge_size", &merge}, {"patch_size", &patch}, {"temporal_patch_size", &tpatch},
+		{"in_channels", &inCh}, {"num_position_embeddings", &npos}} {
+		if *f.dst, err = get(f.key); err != nil {
+			return 0, err
+		}
+	}
+	deep, _, err := c.intList("deepstack_visual_indexes")
+	if err != nil {
+		return 0, err
+	}
+	block := 4*h + (h*3*h + 3*h) + (h*h + h) + (h*inter + inter) + (inter*h + h)
+	mh := h * merge * merge
+	merger := func(normWidth float64) float64 { return 2*normWidth + (mh*mh + mh) + (mh*out + out) }
+	p := inCh*tpatch*patch*patch*h + h + npos*h + depth*block + merger(h) + float64(len(deep))*merger(mh)
+	return p, nil
+}
 
 func (c cfg) parse(m *Model) error {
 	if _, nested := c.get("text_config"); nested {
@@ -281,7 +323,11 @@ func (c cfg) parse(m *Model) error {
 			if err != nil {
 				return err
 			}
-			if len(archs) == 0 || !textWrappers[archs[0]] {
+			textArch, known := "", false
+			if len(archs) > 0 {
+				textArch, known = textWrappers[archs[0]]
+			}
+			if !known {
 				return c.errf("text_config", "nested text_config (a multimodal wrapper) is not supported; only text-only decoder configs and the wrappers %s are",
 					strings.Join(sortedKeys(textWrappers), ", "))
 			}
@@ -289,10 +335,30 @@ func (c cfg) parse(m *Model) error {
 			if err != nil {
 				return err
 			}
+			if _, named := text.get("architectures"); !named && textArch != "" {
+				text.m["architectures"] = []any{textArch}
+			}
+			if _, tied := text.get("tie_word_embeddings"); !tied {
+				if v, ok := c.get("tie_word_embeddings"); ok {
+					text.m["tie_word_embeddings"] = v
+				}
+			}
 			if err := text.parse(m); err != nil {
 				return err
 			}
 			m.Wrapper = archs[0]
+			if archs[0] == "Qwen3VLForConditionalGeneration" {
+				vision, ok, err := c.object("vision_config")
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return c.errf("vision_config", "missing")
+				}
+				if m.VisionParams, err = vision.qwen3VisionParams(); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 	}
@@ -895,7 +961,7 @@ func (m *Model) setQuant(method, dtype string, bpp float64, e exclusions) {
 	}
 }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

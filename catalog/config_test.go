@@ -219,3 +219,26 @@ func TestParseConfigTextWrapper(t *testing.T) {
 		t.Errorf("graph notes %q do not say the vision tower is left out", g.Notes)
 	}
 }
+
+// Qwen3-VL's text_config names no architecture: the wrapper's decoder is
+// Qwen3's; the wrapper's tie_word_embeddings applies; the vision tower's
+// parameters are counted from vision_config as vLLM builds it.
+func TestParseConfigQwen3VL(t *testing.T) {
+	m, err := LookupModel("qwen3-vl-32b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 27 blocks of 15,239,504; a merger of 44,838,656; three deepstack
+	// mergers of 44,845,568; the patch and position embeddings.
+	const want = 3*2*16*16*1152 + 1152 + 2304*1152 + 27*15239504 + 44838656 + 3*44845568
+	if m.Wrapper != "Qwen3VLForConditionalGeneration" || m.Architecture != "Qwen3ForCausalLM" || m.NumLayers != 64 ||
+		m.NumKVHeads != 8 || m.TieEmbeddings || m.VisionParams != want {
+		t.Errorf("Qwen3-VL decoder: %+v (vision %v, want %v)", m, m.VisionParams, float64(want))
+	}
+	if _, err := ParseConfig("x.json", []byte(`{"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+		"text_config": {"model_type": "qwen3_vl_text", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+		"num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64, "dtype": "bfloat16"}}`)); err == nil ||
+		!strings.Contains(err.Error(), `"vision_config"`) {
+		t.Errorf("Qwen3-VL without vision_config: %v", err)
+	}
+}

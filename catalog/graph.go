@@ -615,7 +615,11 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		g.Notes = append(g.Notes, "mxfp4 quantizes only the routed experts (vLLM's Mxfp4Config); attention, router, embedding and LM head stay "+b.act)
 	}
 	if m.Wrapper != "" {
-		g.Notes = append(g.Notes, fmt.Sprintf("the decoder of the multimodal wrapper %s, read from its text_config: the vision tower is not represented (text-only prompts never run it)", m.Wrapper))
+		note := fmt.Sprintf("the decoder of the multimodal wrapper %s, read from its text_config: the vision tower is not represented (text-only prompts never run it)", m.Wrapper)
+		if m.VisionParams > 0 {
+			note += fmt.Sprintf("; its %.0f M parameters count in the weights, as vLLM loads them", m.VisionParams/1e6)
+		}
+		g.Notes = append(g.Notes, note)
 	}
 	if m.NumMTPModules > 0 {
 		g.Notes = append(g.Notes, fmt.Sprintf("the config declares %d MTP modules (use_mtp), but vLLM has no draft model for %s, so no draft layers are represented", m.NumMTPModules, m.Architecture))
@@ -1180,9 +1184,6 @@ var unsupportedModels = []UnsupportedModel{
 	{ID: "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", Aliases: []string{"llama-4-scout-fp8"},
 		Short:   "chunked local attention, vision wrapper",
 		Missing: "chunked local attention (attention_chunk_size 8192) on 3 of 4 layers and NoPE layers; the decoder is in a nested text_config under a vision wrapper"},
-	{ID: "Qwen/Qwen3-VL-32B-Instruct", Aliases: []string{"qwen3-vl-32b"},
-		Short:   "decoder nested in a vision wrapper",
-		Missing: "multimodal wrapper: the decoder is in a nested text_config (with interleaved M-RoPE) and the vision tower is not modelled"},
 }
 
 // UnsupportedModels lists the known models the catalog cannot represent,

@@ -96,6 +96,9 @@ var modelTable = []modelEntry{
 	// The DeepSeek-V3-architecture decoder of a vision-language wrapper,
 	// read from text_config (the vision tower is not modelled).
 	{dir: "moonshotai--Kimi-K2.5", origin: originAIC, aliases: []string{"kimi-k2.5"}},
+	// Qwen3's dense decoder in Qwen3-VL's wrapper, read from text_config;
+	// the vision tower's weights are counted, its compute is not priced.
+	{dir: "Qwen--Qwen3-VL-32B-Instruct", origin: originAIC, aliases: []string{"qwen3-vl-32b"}},
 }
 
 type modelRegistry struct {

@@ -13,8 +13,11 @@ type Model struct {
 	Architecture string // architectures[0], e.g. "LlamaForCausalLM"
 	ModelType    string // model_type
 	// Wrapper is the multimodal wrapper (its architectures[0]) when the
-	// decoder was read from its text_config; the vision tower is not modelled.
-	Wrapper string
+	// decoder was read from its text_config; the vision tower is not priced
+	// (text prompts never run it). VisionParams are its parameters where
+	// the catalog counts them in the weights (Qwen3-VL; 0 otherwise).
+	Wrapper      string
+	VisionParams float64
 
 	NumLayers        int // num_hidden_layers
 	HiddenSize       int

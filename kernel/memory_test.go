@@ -440,3 +440,22 @@ func TestActivationPeakMoEParallelism(t *testing.T) {
 		t.Errorf("activation peak GiB: TP-split %.2f, EP %.2f, EP with DP 2 %.2f; want increasing", tpSplit/gib, ep/gib, epDP2/gib)
 	}
 }
+
+// A multimodal wrapper's vision tower counts in each rank's weights, split
+// over TP like the decoder (Qwen3-VL: 595 M parameters in bf16).
+func TestVisionTowerWeights(t *testing.T) {
+	for _, tp := range []int{1, 4} {
+		d := deploy(t, "Qwen/Qwen3-VL-32B-Instruct", "h100", tp)
+		with, err := WeightBytes(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := *d.Model
+		m.VisionParams = 0
+		d.Model = &m
+		without, _ := WeightBytes(d)
+		if got, want := with-without, 595266800*2/float64(tp); math.Abs(got-want) > 1 {
+			t.Errorf("TP%d: vision tower adds %g bytes, want %g", tp, got, want)
+		}
+	}
+}

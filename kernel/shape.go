@@ -48,6 +48,7 @@ type shape struct {
 	lmHeadGEMM   float64 // the LM head's GEMM parameters (counted even when tied)
 	finalNorm    float64
 	ropeCache    float64 // bytes of the cos/sin cache buffer
+	vision       float64 // a multimodal wrapper's vision-tower parameters on this rank
 
 	// Per token.
 	kvBytesLayer float64 // KV bytes one token adds to one layer on this rank
@@ -165,6 +166,10 @@ func newShape(d Deployment) shape {
 		rot = float64(m.QKRopeHeadDim)
 	}
 	s.ropeCache = float64(m.MaxPositions) * rot * s.dtypeB
+	// vLLM shards the vision tower over the TP group like the decoder
+	// (mm_encoder_tp_mode "weights", its default) and keeps it in the
+	// model dtype.
+	s.vision = m.VisionParams / tp
 	return s
 }
 
@@ -205,7 +210,7 @@ func (s shape) weightBytes() float64 {
 	b := s.L*s.attnLinear*s.attnBpp +
 		s.Ldense*s.denseMLP*s.denseBpp +
 		s.Lmoe*(float64(s.m.NumExperts)*s.expert*s.expertBpp+s.sharedExpert*s.denseBpp+s.router*s.dtypeB) +
-		(s.L*s.normsLayer+s.finalNorm+s.embed+s.lmHead)*s.dtypeB +
+		(s.L*s.normsLayer+s.finalNorm+s.embed+s.lmHead+s.vision)*s.dtypeB +
 		s.ropeCache
 	return b
 }
