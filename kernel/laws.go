@@ -430,26 +430,34 @@ func (s DSAShape) Params() float64 {
 // FlashMLA sparse kernels pad a rank's heads to 64 (SM90) or 128 (SM100).
 func paddedHeads(l *catalog.MLALaw, heads float64) float64 { return math.Max(heads, l.PadHeads) }
 
+// dsaWork is the DSA module's compute and memory time, sqrt(C² + M²), for
+// tokens rows whose queries attend sparse (query, key) pairs over the
+// latent, and w = tokens × padded heads, the work items of the ramp:
+//
+//	F = 2·tokens·Params + sparse·Hp·(4·KVLoraRank + 2·RopeDim)
+//	B = Params·WeightBytes + sparse·(KVLoraRank + RopeDim)·KVBytes + tokens·Hidden·4
+//	C = F/(P·EffMax·w/(w+WorkHalf)),  M = B/(BW·BWEff)
+func dsaWork(l *catalog.MLALaw, s DSAShape, tokens, sparse float64) (t, w float64) {
+	p, hp := s.Params(), paddedHeads(l, s.Heads)
+	f := 2*tokens*p + sparse*hp*(4*s.KVLoraRank+2*s.RopeDim)
+	b := p*l.WeightBytes + sparse*(s.KVLoraRank+s.RopeDim)*l.KVBytes + tokens*s.Hidden*4
+	w = tokens * hp
+	c := f * (w + l.WorkHalf) / (l.PeakFLOPS * l.EffMax * w)
+	mem := b / (l.MemBW * l.BWEff)
+	return math.Sqrt(c*c + mem*mem), w
+}
+
 // DSADecodeTime prices the whole DSA module for seqs decode tokens whose
 // cached contexts hold kvTokens tokens in all, of which the attention reads
 // sparseTokens (Σ min(context, TopK)); the indexer scores all kvTokens:
 //
-//	F = 2·seqs·Params + sparse·Hp·(4·KVLoraRank + 2·RopeDim)
-//	B = Params·WeightBytes + sparse·(KVLoraRank + RopeDim)·KVBytes + seqs·Hidden·4
-//	t = T0 + sqrt(C² + M²) + PerSeqHead·seqs·Hp + IndexerPerToken·kvTokens
-//
-// with Hp the padded heads and C, M as in MLADecodeTime (w = seqs·Hp).
+//	t = T0 + dsaWork(seqs, sparseTokens) + PerSeqHead·seqs·Hp + IndexerPerToken·kvTokens
 func DSADecodeTime(l *catalog.MLALaw, s DSAShape, seqs, kvTokens, sparseTokens float64) float64 {
 	if seqs <= 0 {
 		return 0
 	}
-	p, hp := s.Params(), paddedHeads(l, s.Heads)
-	f := 2*seqs*p + sparseTokens*hp*(4*s.KVLoraRank+2*s.RopeDim)
-	b := p*l.WeightBytes + sparseTokens*(s.KVLoraRank+s.RopeDim)*l.KVBytes + seqs*s.Hidden*4
-	w := seqs * hp
-	c := f * (w + l.WorkHalf) / (l.PeakFLOPS * l.EffMax * w)
-	mem := b / (l.MemBW * l.BWEff)
-	return l.T0 + math.Sqrt(c*c+mem*mem) + l.PerSeqHead*w + l.IndexerPerToken*kvTokens
+	work, w := dsaWork(l, s, seqs, sparseTokens)
+	return l.T0 + work + l.PerSeqHead*w + l.IndexerPerToken*kvTokens
 }
 
 // DSAPrefillTime prices the whole DSA module for tokens prefill tokens:
@@ -457,9 +465,7 @@ func DSADecodeTime(l *catalog.MLALaw, s DSAShape, seqs, kvTokens, sparseTokens f
 // for sparsePairs (query, key) pairs (Σ min(position, TopK)), and the
 // indexer scores allPairs (every causal pair):
 //
-//	F = 2·tokens·Params + sparsePairs·Hp·(4·KVLoraRank + 2·RopeDim)
-//	B = Params·WeightBytes + sparsePairs·(KVLoraRank + RopeDim)·KVBytes + tokens·Hidden·4
-//	t = max(T0, sqrt(C² + M²) + IndexerPerPair·allPairs),  C = F/(P·EffMax·w/(w+WorkHalf)), w = tokens·Hp
+//	t = max(T0, dsaWork(tokens, sparsePairs) + IndexerPerPair·allPairs)
 //
 // The fixed cost is a floor, not an addend: aiconfigurator times the DSA
 // prefill module eagerly (collector/vllm/collect_mla_module_v3.py runs it
@@ -471,11 +477,6 @@ func DSAPrefillTime(l *catalog.MLALaw, s DSAShape, tokens, sparsePairs, allPairs
 	if tokens <= 0 {
 		return 0
 	}
-	p, hp := s.Params(), paddedHeads(l, s.Heads)
-	f := 2*tokens*p + sparsePairs*hp*(4*s.KVLoraRank+2*s.RopeDim)
-	b := p*l.WeightBytes + sparsePairs*(s.KVLoraRank+s.RopeDim)*l.KVBytes + tokens*s.Hidden*4
-	w := tokens * hp
-	c := f * (w + l.WorkHalf) / (l.PeakFLOPS * l.EffMax * w)
-	mem := b / (l.MemBW * l.BWEff)
-	return math.Max(l.T0, math.Sqrt(c*c+mem*mem)+l.IndexerPerPair*allPairs)
+	work, _ := dsaWork(l, s, tokens, sparsePairs)
+	return math.Max(l.T0, work+l.IndexerPerPair*allPairs)
 }
