@@ -725,40 +725,38 @@ func (p Provenance) clone() Provenance {
 	return p
 }
 
+// lawWithProvenance is a law type whose provenance clone deep-copies.
+type lawWithProvenance[T any] interface {
+	*T
+	provenance() *Provenance
+}
+
+func (l *GEMMLaw) provenance() *Provenance        { return &l.Provenance }
+func (l *AttnDecodeLaw) provenance() *Provenance  { return &l.Provenance }
+func (l *AttnPrefillLaw) provenance() *Provenance { return &l.Provenance }
+func (l *MLALaw) provenance() *Provenance         { return &l.Provenance }
+func (l *MoELaw) provenance() *Provenance         { return &l.Provenance }
+
+// cloneLaws copies laws with their provenance, sharing no slice.
+func cloneLaws[T any, P lawWithProvenance[T]](laws []T) []T {
+	out := append([]T(nil), laws...)
+	for i := range out {
+		p := P(&out[i]).provenance()
+		*p = p.clone()
+	}
+	return out
+}
+
 func (c *Coefficients) clone() *Coefficients {
 	d := *c
-	d.GEMM = append([]GEMMLaw(nil), c.GEMM...)
-	for i := range d.GEMM {
-		d.GEMM[i].Provenance = d.GEMM[i].Provenance.clone()
-	}
-	d.AttnDecode = append([]AttnDecodeLaw(nil), c.AttnDecode...)
-	for i := range d.AttnDecode {
-		d.AttnDecode[i].Provenance = d.AttnDecode[i].Provenance.clone()
-	}
-	d.AttnPrefill = append([]AttnPrefillLaw(nil), c.AttnPrefill...)
-	for i := range d.AttnPrefill {
-		d.AttnPrefill[i].Provenance = d.AttnPrefill[i].Provenance.clone()
-	}
-	d.MLADecode = append([]MLALaw(nil), c.MLADecode...)
-	for i := range d.MLADecode {
-		d.MLADecode[i].Provenance = d.MLADecode[i].Provenance.clone()
-	}
-	d.MLAPrefill = append([]MLALaw(nil), c.MLAPrefill...)
-	for i := range d.MLAPrefill {
-		d.MLAPrefill[i].Provenance = d.MLAPrefill[i].Provenance.clone()
-	}
-	d.DSADecode = append([]MLALaw(nil), c.DSADecode...)
-	for i := range d.DSADecode {
-		d.DSADecode[i].Provenance = d.DSADecode[i].Provenance.clone()
-	}
-	d.DSAPrefill = append([]MLALaw(nil), c.DSAPrefill...)
-	for i := range d.DSAPrefill {
-		d.DSAPrefill[i].Provenance = d.DSAPrefill[i].Provenance.clone()
-	}
-	d.MoE = append([]MoELaw(nil), c.MoE...)
-	for i := range d.MoE {
-		d.MoE[i].Provenance = d.MoE[i].Provenance.clone()
-	}
+	d.GEMM = cloneLaws(c.GEMM)
+	d.AttnDecode = cloneLaws(c.AttnDecode)
+	d.AttnPrefill = cloneLaws(c.AttnPrefill)
+	d.MLADecode = cloneLaws(c.MLADecode)
+	d.MLAPrefill = cloneLaws(c.MLAPrefill)
+	d.DSADecode = cloneLaws(c.DSADecode)
+	d.DSAPrefill = cloneLaws(c.DSAPrefill)
+	d.MoE = cloneLaws(c.MoE)
 	d.Comm = append([]CommLaw(nil), c.Comm...)
 	for i := range d.Comm {
 		d.Comm[i].Points = append([]CommPoint(nil), c.Comm[i].Points...)
