@@ -138,17 +138,22 @@ func (c cfg) int(key string) (v int, ok bool, err error) {
 
 // posInt requires the key and a value ≥ 1.
 func (c cfg) posInt(key string) (int, error) {
-	v, ok, err := c.int(key)
-	if err != nil {
-		return 0, err
+	v, ok, err := c.optPosInt(key)
+	if err == nil && !ok {
+		err = c.errf(key, "missing")
 	}
-	if !ok {
-		return 0, c.errf(key, "missing")
+	return v, err
+}
+
+// optPosInt reads an optional integer that must be ≥ 1 when present.
+func (c cfg) optPosInt(key string) (v int, ok bool, err error) {
+	if v, ok, err = c.int(key); err != nil || !ok {
+		return 0, false, err
 	}
 	if v < 1 {
-		return 0, c.errf(key, "is %d, want ≥ 1", v)
+		return 0, false, c.errf(key, "is %d, want ≥ 1", v)
 	}
-	return v, nil
+	return v, true, nil
 }
 
 func (c cfg) str(key string) (string, bool, error) {
@@ -464,14 +469,11 @@ func (c cfg) parseAttention(m *Model) error {
 		}
 		// DeepSeek sparse attention: vLLM's deepseek_v2.py builds the
 		// indexer when the config sets index_topk.
-		topk, dsa, err := c.int("index_topk")
+		topk, dsa, err := c.optPosInt("index_topk")
 		if err != nil {
 			return err
 		}
 		if dsa {
-			if topk < 1 {
-				return c.errf("index_topk", "is %d, want ≥ 1", topk)
-			}
 			m.IndexTopK = topk
 			if m.IndexHeads, err = c.posInt("index_n_heads"); err != nil {
 				return err
@@ -502,14 +504,11 @@ func (c cfg) parseAttention(m *Model) error {
 		return c.errf("num_key_value_heads", "%d does not divide num_attention_heads %d", kv, m.NumHeads)
 	}
 	m.NumKVHeads = kv
-	hd, ok, err := c.int("head_dim")
+	hd, ok, err := c.optPosInt("head_dim")
 	if err != nil {
 		return err
 	}
 	if ok {
-		if hd < 1 {
-			return c.errf("head_dim", "is %d, want ≥ 1", hd)
-		}
 		m.HeadDim = hd
 		return nil
 	}
@@ -543,12 +542,9 @@ func (c cfg) parseMoE(m *Model) error {
 	// Per-expert size: moe_intermediate_size where the family has a dense
 	// intermediate_size too (DeepSeek, Qwen-MoE); else intermediate_size is
 	// the expert's (Mixtral, gpt-oss, MiniMax).
-	if v, ok, err := c.int("moe_intermediate_size"); err != nil {
+	if v, ok, err := c.optPosInt("moe_intermediate_size"); err != nil {
 		return err
 	} else if ok {
-		if v < 1 {
-			return c.errf("moe_intermediate_size", "is %d, want ≥ 1", v)
-		}
 		m.MoEIntermediateSize = v
 	} else {
 		m.MoEIntermediateSize = m.IntermediateSize
