@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"sort"
 
 	"blis/catalog"
 	"blis/kernel"
@@ -21,21 +20,14 @@ var dsaPads = []float64{1, 64, 128}
 // MLA tables are fitted, with the indexer's terms and the head padding.
 func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 	for _, phase := range []string{"generation", "context"} {
-		rel := "sparse_attention/vllm/0.24.0/dsa_" + phase + "_module_perf.parquet"
-		t, file, err := cf.table(rel)
+		mt, err := cf.readModuleTable("sparse_attention/vllm/0.24.0/dsa_" + phase + "_module_perf.parquet")
 		if err != nil {
 			return nil, nil, err
 		}
-		if t == nil {
+		if mt == nil {
 			continue
 		}
-		c := &cols{t: t}
-		model, mlaDt, kvd, gemm, kern := c.str("model"), c.str("mla_dtype"), c.str("kv_cache_dtype"), c.str("gemm_type"), c.str("kernel_source")
-		H, B, S, step, tp, lat := c.num("num_heads"), c.num("batch_size"), c.num("isl"), c.num("step"), c.num("tp_size"), c.num("latency")
-		if c.err != nil {
-			return nil, nil, c.err
-		}
-		y := seconds(lat)
+		file, model, H, B, S, step, y := mt.file, mt.model, mt.heads, mt.batch, mt.isl, mt.step, mt.sec
 		shapes := map[string]kernel.DSAShape{}
 		// Prefill laws are fitted per kernel regime: the tables time the
 		// backend vLLM picks for each head count, and in prefill the picks
@@ -44,55 +36,30 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 		// MIN_HEADS_FOR_BF16_PREFILL; the H100 rows cost 1.4–1.55× the bf16
 		// cache's there and +4 % from 32 heads up — and upconverts to bf16
 		// above; Blackwell with a bf16 cache runs FlashInfer at ≤ 16 heads).
-		type combo struct{ gemm, kv, regime string }
-		groups := map[combo][]int{}
+		groups := map[moduleGroup][]int{}
 		for i := range y {
-			if !(y[i] > 0) || tp[i] != 1 || mlaDt[i] != "bfloat16" {
+			if !mt.usable(i) || mt.mlaDtype[i] != "bfloat16" {
 				continue
 			}
-			if _, ok := shapes[model[i]]; !ok {
-				m, err := catalog.LookupModel(model[i])
-				if err != nil {
-					return nil, nil, fmt.Errorf("%s: row %d: model %q: %v", file, i, model[i], err)
-				}
-				if !m.IsDSA() {
-					return nil, nil, fmt.Errorf("%s: row %d: model %q has no DSA indexer", file, i, model[i])
-				}
-				shapes[model[i]] = kernel.DSAShape{
-					MLAShape: kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
-						KVLoraRank: float64(m.KVLoraRank), RopeDim: float64(m.QKRopeHeadDim), NopeDim: float64(m.QKNopeHeadDim), VDim: float64(m.VHeadDim)},
-					IndexHeads: float64(m.IndexHeads), IndexHeadDim: float64(m.IndexHeadDim), TopK: float64(m.IndexTopK)}
+			m, err := mt.lookup(i, (*catalog.Model).IsDSA, "DSA indexer")
+			if err != nil {
+				return nil, nil, err
 			}
-			if _, ok := mlaGEMM[gemm[i]]; !ok {
-				return nil, nil, fmt.Errorf("%s: row %d: unknown gemm_type %q", file, i, gemm[i])
-			}
-			cb := combo{gemm: gemm[i], kv: kvd[i]}
+			shapes[model[i]] = kernel.DSAShape{
+				MLAShape: kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
+					KVLoraRank: float64(m.KVLoraRank), RopeDim: float64(m.QKRopeHeadDim), NopeDim: float64(m.QKNopeHeadDim), VDim: float64(m.VHeadDim)},
+				IndexHeads: float64(m.IndexHeads), IndexHeadDim: float64(m.IndexHeadDim), TopK: float64(m.IndexTopK)}
+			g := moduleGroup{gemm: mt.gemm[i], kv: mt.kv[i]}
 			if phase == "context" {
-				cb.regime = kern[i]
-				if kern[i] == "FLASHMLA_SPARSE" && kvd[i] == "fp8" && H[i] < 32 {
-					cb.regime += " (fp8 decode kernel)"
+				g.regime = mt.kern[i]
+				if g.regime == "FLASHMLA_SPARSE" && g.kv == "fp8" && H[i] < 32 {
+					g.regime += " (fp8 decode kernel)"
 				}
 			}
-			groups[cb] = append(groups[cb], i)
+			groups[g] = append(groups[g], i)
 		}
-		var combos []combo
-		for k := range groups {
-			combos = append(combos, k)
-		}
-		sort.Slice(combos, func(i, j int) bool {
-			if combos[i].gemm != combos[j].gemm {
-				return combos[i].gemm < combos[j].gemm
-			}
-			if combos[i].kv != combos[j].kv {
-				return combos[i].kv < combos[j].kv
-			}
-			return minOf(H, groups[combos[i]]) < minOf(H, groups[combos[j]])
-		})
-		var models []string
-		for m := range shapes {
-			models = append(models, m)
-		}
-		sort.Strings(models)
+		combos := mt.sortedGroups(groups)
+		models := mt.modelIDs()
 		regimes := map[[2]string]int{}
 		for _, cb := range combos {
 			regimes[[2]string{cb.gemm, cb.kv}]++

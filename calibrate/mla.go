@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"sort"
 
 	"blis/catalog"
 	"blis/kernel"
@@ -21,66 +20,38 @@ var mlaGEMM = map[string]struct {
 
 func (cf *chipFit) fitMLA() (dec, pre []catalog.MLALaw, err error) {
 	for _, phase := range []string{"generation", "context"} {
-		rel := "mla/vllm/0.24.0/mla_" + phase + "_module_perf.parquet"
-		t, file, err := cf.table(rel)
+		mt, err := cf.readModuleTable("mla/vllm/0.24.0/mla_" + phase + "_module_perf.parquet")
 		if err != nil {
 			return nil, nil, err
 		}
-		if t == nil {
+		if mt == nil {
 			continue
 		}
-		c := &cols{t: t}
-		model, mlaDt, kvd, gemm := c.str("model"), c.str("mla_dtype"), c.str("kv_cache_dtype"), c.str("gemm_type")
-		H, B, S, step, tp, lat := c.num("num_heads"), c.num("batch_size"), c.num("isl"), c.num("step"), c.num("tp_size"), c.num("latency")
-		if c.err != nil {
-			return nil, nil, c.err
-		}
-		y := seconds(lat)
+		file, model, H, B, S, step, y := mt.file, mt.model, mt.heads, mt.batch, mt.isl, mt.step, mt.sec
 		shapes := map[string]kernel.MLAShape{}
-		type combo struct{ gemm, kv string }
-		groups := map[combo][]int{}
+		groups := map[moduleGroup][]int{}
 		excluded := 0
 		for i := range y {
-			if !(y[i] > 0) || tp[i] != 1 {
+			if !mt.usable(i) {
 				continue
 			}
 			// mla_dtype=fp8 rows quantize the prefill query (Blackwell
 			// only); the laws cover bf16 attention compute.
-			if mlaDt[i] != "bfloat16" {
+			if mt.mlaDtype[i] != "bfloat16" {
 				excluded++
 				continue
 			}
-			if _, ok := shapes[model[i]]; !ok {
-				m, err := catalog.LookupModel(model[i])
-				if err != nil {
-					return nil, nil, fmt.Errorf("%s: row %d: model %q: %v", file, i, model[i], err)
-				}
-				if !m.IsMLA() {
-					return nil, nil, fmt.Errorf("%s: row %d: model %q has no MLA", file, i, model[i])
-				}
-				shapes[model[i]] = kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
-					KVLoraRank: float64(m.KVLoraRank), RopeDim: float64(m.QKRopeHeadDim), NopeDim: float64(m.QKNopeHeadDim), VDim: float64(m.VHeadDim)}
+			m, err := mt.lookup(i, (*catalog.Model).IsMLA, "MLA")
+			if err != nil {
+				return nil, nil, err
 			}
-			if _, ok := mlaGEMM[gemm[i]]; !ok {
-				return nil, nil, fmt.Errorf("%s: row %d: unknown gemm_type %q", file, i, gemm[i])
-			}
-			groups[combo{gemm[i], kvd[i]}] = append(groups[combo{gemm[i], kvd[i]}], i)
+			shapes[model[i]] = kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
+				KVLoraRank: float64(m.KVLoraRank), RopeDim: float64(m.QKRopeHeadDim), NopeDim: float64(m.QKNopeHeadDim), VDim: float64(m.VHeadDim)}
+			g := moduleGroup{gemm: mt.gemm[i], kv: mt.kv[i]}
+			groups[g] = append(groups[g], i)
 		}
-		var combos []combo
-		for k := range groups {
-			combos = append(combos, k)
-		}
-		sort.Slice(combos, func(i, j int) bool {
-			if combos[i].gemm != combos[j].gemm {
-				return combos[i].gemm < combos[j].gemm
-			}
-			return combos[i].kv < combos[j].kv
-		})
-		var models []string
-		for m := range shapes {
-			models = append(models, m)
-		}
-		sort.Strings(models)
+		combos := mt.sortedGroups(groups)
+		models := mt.modelIDs()
 		for _, cb := range combos {
 			rows := groups[cb]
 			g := mlaGEMM[cb.gemm]
