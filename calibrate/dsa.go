@@ -19,14 +19,7 @@ var dsaPads = []float64{1, 64, 128}
 // GLM-5; sparse_attention/vllm/0.24.0/dsa_*_module_perf.parquet) as the
 // MLA tables are fitted, with the indexer's terms and the head padding.
 func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
-	for _, phase := range []string{"generation", "context"} {
-		mt, err := cf.readModuleTable("sparse_attention/vllm/0.24.0/dsa_" + phase + "_module_perf.parquet")
-		if err != nil {
-			return nil, nil, err
-		}
-		if mt == nil {
-			continue
-		}
+	err = cf.eachModulePhase("sparse_attention/vllm/0.24.0/dsa", func(phase string, mt *moduleTable) error {
 		file, model, H, B, S, step, y := mt.file, mt.model, mt.heads, mt.batch, mt.isl, mt.step, mt.sec
 		shapes := map[string]kernel.DSAShape{}
 		// Prefill laws are fitted per kernel regime: the tables time the
@@ -43,7 +36,7 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 			}
 			m, err := mt.lookup(i, (*catalog.Model).IsDSA, "DSA indexer")
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			shapes[model[i]] = kernel.DSAShape{
 				MLAShape: kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
@@ -66,13 +59,12 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 		}
 		for _, cb := range combos {
 			rows := groups[cb]
-			g := mlaGEMM[cb.gemm]
-			if peakOf(cf.chip, g.peak) <= 0 {
-				continue
-			}
-			kb, err := kvBytes(cb.kv)
+			base, ok, err := cf.baseLaw(mt, cb)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %v", file, err)
+				return err
+			}
+			if !ok {
+				continue
 			}
 			shape := func(r int) kernel.DSAShape {
 				s := shapes[model[r]]
@@ -83,8 +75,8 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 			bestFit := -1.0
 			for _, pad := range dsaPads {
 				fit, held, nshapes := splitByShape(rows, func(r int) shapeKey { return shapeKey{H[r]} })
-				law := catalog.MLALaw{GEMMDtype: cb.gemm, KVDtype: cb.kv, PeakKey: g.peak, PeakFLOPS: peakOf(cf.chip, g.peak),
-					MemBW: cf.chip.MemBW, WeightBytes: g.weightBytes, KVBytes: kb, PadHeads: pad}
+				law := base
+				law.PadHeads = pad
 				kernels := ""
 				if regimes[[2]string{cb.gemm, cb.kv}] > 1 {
 					law.MinHeads, law.MaxHeads = minOf(H, rows), maxOf(H, rows)
@@ -156,6 +148,7 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 				pre = append(pre, best)
 			}
 		}
-	}
-	return dec, pre, nil
+		return nil
+	})
+	return dec, pre, err
 }

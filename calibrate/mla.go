@@ -19,14 +19,7 @@ var mlaGEMM = map[string]struct {
 }
 
 func (cf *chipFit) fitMLA() (dec, pre []catalog.MLALaw, err error) {
-	for _, phase := range []string{"generation", "context"} {
-		mt, err := cf.readModuleTable("mla/vllm/0.24.0/mla_" + phase + "_module_perf.parquet")
-		if err != nil {
-			return nil, nil, err
-		}
-		if mt == nil {
-			continue
-		}
+	err = cf.eachModulePhase("mla/vllm/0.24.0/mla", func(phase string, mt *moduleTable) error {
 		file, model, H, B, S, step, y := mt.file, mt.model, mt.heads, mt.batch, mt.isl, mt.step, mt.sec
 		shapes := map[string]kernel.MLAShape{}
 		groups := map[moduleGroup][]int{}
@@ -43,7 +36,7 @@ func (cf *chipFit) fitMLA() (dec, pre []catalog.MLALaw, err error) {
 			}
 			m, err := mt.lookup(i, (*catalog.Model).IsMLA, "MLA")
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			shapes[model[i]] = kernel.MLAShape{Hidden: float64(m.HiddenSize), QLoraRank: float64(m.QLoraRank),
 				KVLoraRank: float64(m.KVLoraRank), RopeDim: float64(m.QKRopeHeadDim), NopeDim: float64(m.QKNopeHeadDim), VDim: float64(m.VHeadDim)}
@@ -54,17 +47,14 @@ func (cf *chipFit) fitMLA() (dec, pre []catalog.MLALaw, err error) {
 		models := mt.modelIDs()
 		for _, cb := range combos {
 			rows := groups[cb]
-			g := mlaGEMM[cb.gemm]
-			if peakOf(cf.chip, g.peak) <= 0 {
+			law, ok, err := cf.baseLaw(mt, cb)
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
-			kb, err := kvBytes(cb.kv)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %v", file, err)
-			}
 			fit, held, nshapes := splitByShape(rows, func(r int) shapeKey { return shapeKey{H[r]} })
-			law := catalog.MLALaw{GEMMDtype: cb.gemm, KVDtype: cb.kv, PeakKey: g.peak, PeakFLOPS: peakOf(cf.chip, g.peak),
-				MemBW: cf.chip.MemBW, WeightBytes: g.weightBytes, KVBytes: kb}
 			shape := func(r int) kernel.MLAShape {
 				s := shapes[model[r]]
 				s.Heads = H[r]
@@ -118,6 +108,7 @@ func (cf *chipFit) fitMLA() (dec, pre []catalog.MLALaw, err error) {
 			law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 			pre = append(pre, law)
 		}
-	}
-	return dec, pre, nil
+		return nil
+	})
+	return dec, pre, err
 }

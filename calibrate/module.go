@@ -36,6 +36,24 @@ func (cf *chipFit) readModuleTable(rel string) (*moduleTable, error) {
 	return mt, nil
 }
 
+// eachModulePhase runs fit on the generation and the context table of an
+// attention module (prefix + "_<phase>_module_perf.parquet"), skipping a
+// table the chip folder lacks.
+func (cf *chipFit) eachModulePhase(prefix string, fit func(phase string, mt *moduleTable) error) error {
+	for _, phase := range []string{"generation", "context"} {
+		mt, err := cf.readModuleTable(prefix + "_" + phase + "_module_perf.parquet")
+		if err != nil {
+			return err
+		}
+		if mt != nil {
+			if err := fit(phase, mt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // usable reports whether row i can be fitted: a positive time at tp_size 1.
 func (mt *moduleTable) usable(i int) bool { return mt.sec[i] > 0 && mt.tp[i] == 1 }
 
@@ -91,4 +109,19 @@ func (mt *moduleTable) sortedGroups(groups map[moduleGroup][]int) []moduleGroup 
 		return minOf(mt.heads, groups[a]) < minOf(mt.heads, groups[b])
 	})
 	return out
+}
+
+// baseLaw is a module law for group g with everything but its fitted
+// parameters; ok is false when the chip has no peak for g's GEMM dtype.
+func (cf *chipFit) baseLaw(mt *moduleTable, g moduleGroup) (law catalog.MLALaw, ok bool, err error) {
+	gm := mlaGEMM[g.gemm]
+	if peakOf(cf.chip, gm.peak) <= 0 {
+		return law, false, nil
+	}
+	kb, err := kvBytes(g.kv)
+	if err != nil {
+		return law, false, fmt.Errorf("%s: %v", mt.file, err)
+	}
+	return catalog.MLALaw{GEMMDtype: g.gemm, KVDtype: g.kv, PeakKey: gm.peak, PeakFLOPS: peakOf(cf.chip, gm.peak),
+		MemBW: cf.chip.MemBW, WeightBytes: gm.weightBytes, KVBytes: kb}, true, nil
 }
