@@ -285,7 +285,11 @@ func normDtype(s string) (string, float64, bool) {
 // by the same position, so it prices as Qwen3's RoPE. Qwen3-VL's vision
 // tower is counted in the weights (VisionParams): 1.8 % of the 32B model's,
 // too much to leave out of the KV pool at small TP.
-var textWrappers = map[string]string{"KimiK25ForConditionalGeneration": "", "Qwen3VLForConditionalGeneration": "Qwen3ForCausalLM"}
+var textWrappers = map[string]string{"KimiK25ForConditionalGeneration": "", "Qwen3VLForConditionalGeneration": "Qwen3ForCausalLM",
+	// Llama 4's text model (llama4.py Llama4ForCausalLM); its vision tower
+	// (about 0.9 B parameters for Scout, under 1 % of the weights) is not
+	// counted: the meta-llama config in the catalog does not describe it.
+	"Llama4ForConditionalGeneration": "Llama4ForCausalLM"}
 
 // qwen3VisionParams counts the parameters of Qwen3-VL's vision tower as
 // vLLM builds it (qwen3_vl.py Qwen3_VisionTransformer): a Conv3d patch
@@ -352,6 +356,17 @@ func (c cfg) parse(m *Model) error {
 				return err
 			}
 			m.Wrapper = archs[0]
+			// A wrapper may carry the checkpoint's quantization itself
+			// (RedHat's Llama 4 FP8); the text_config's own wins.
+			if _, own := text.get("quantization_config"); !own {
+				if q, ok, err := c.object("quantization_config"); err != nil {
+					return err
+				} else if ok {
+					if err := q.applyQuantization(m); err != nil {
+						return err
+					}
+				}
+			}
 			if archs[0] == "Qwen3VLForConditionalGeneration" {
 				vision, ok, err := c.object("vision_config")
 				if err != nil {
@@ -437,6 +452,11 @@ func (c cfg) parse(m *Model) error {
 	}
 	if err := c.parseGraphKeys(m); err != nil {
 		return err
+	}
+	if m.Architecture == "Llama4ForCausalLM" {
+		if err := c.parseLlama4(m); err != nil {
+			return err
+		}
 	}
 	if q, ok, err := c.object("quantization_config"); err != nil {
 		return err
@@ -583,6 +603,13 @@ func (c cfg) parseMoE(m *Model) error {
 	if err != nil {
 		return err
 	}
+	stepKey := "decoder_sparse_step"
+	if !hasStep { // Llama 4: layer i is MoE when (i+1) % interleave_moe_layer_step == 0
+		stepKey = "interleave_moe_layer_step"
+		if step, hasStep, err = c.int(stepKey); err != nil {
+			return err
+		}
+	}
 	switch {
 	case hasFK || hasFreq: // DeepSeek-V2/V3 rule
 		if !hasFreq {
@@ -602,9 +629,9 @@ func (c cfg) parseMoE(m *Model) error {
 				m.MoELayers[i] = true
 			}
 		}
-	case hasStep: // Qwen2/3-MoE rule
+	case hasStep: // Qwen2/3-MoE and Llama 4 rule
 		if step < 1 {
-			return c.errf("decoder_sparse_step", "is %d, want ≥ 1", step)
+			return c.errf(stepKey, "is %d, want ≥ 1", step)
 		}
 		only, _, err := c.intList("mlp_only_layers")
 		if err != nil {
@@ -635,6 +662,61 @@ func (c cfg) parseMoE(m *Model) error {
 	}
 	if m.NumMoELayers == 0 {
 		return c.errf(ekey, "is %d but no layer is a MoE layer", experts)
+	}
+	return nil
+}
+
+// parseLlama4 reads what Llama 4's decoder (vllm/model_executor/models/
+// llama4.py) adds to the common keys: dense layers of intermediate_size_mlp
+// between MoE layers (interleave_moe_layer_step, read by parseMoE), one
+// shared expert of intermediate_size beside the routed ones, top-k then
+// sigmoid routing, and RoPE layers that attend within chunks of
+// attention_chunk_size tokens (no_rope_layers[i] = 1; when the list is
+// absent or empty, transformers' Llama4TextConfig makes every 4th layer a
+// global NoPE layer).
+func (c cfg) parseLlama4(m *Model) error {
+	if v, ok, err := c.optPosInt("intermediate_size_mlp"); err != nil {
+		return err
+	} else if ok {
+		m.IntermediateSize = v
+	}
+	if m.IsMoE() {
+		m.NumSharedExperts, m.SharedExpertIntermediateSize = 1, m.MoEIntermediateSize
+		m.ScoringFunc = "sigmoid" // Llama4MoE.custom_routing_function: top-k, then sigmoid
+	}
+	rope, _, err := c.intList("no_rope_layers")
+	if err != nil {
+		return err
+	}
+	if len(rope) == 0 {
+		rope = make([]int, m.NumLayers)
+		for i := range rope {
+			if (i+1)%4 != 0 {
+				rope[i] = 1
+			}
+		}
+	}
+	if len(rope) != m.NumLayers {
+		return c.errf("no_rope_layers", "has %d entries for num_hidden_layers %d", len(rope), m.NumLayers)
+	}
+	m.NoPELayers = make([]bool, m.NumLayers)
+	for i, r := range rope {
+		m.NoPELayers[i] = r == 0
+	}
+	chunk, ok, err := c.optPosInt("attention_chunk_size")
+	if err != nil || !ok {
+		return err
+	}
+	if m.SlidingWindowLayers > 0 {
+		return c.errf("attention_chunk_size", "given together with sliding-window layers")
+	}
+	m.AttentionChunk, m.SlidingWindow = chunk, chunk
+	m.SlidingLayers = make([]bool, m.NumLayers)
+	for i := range rope {
+		if !m.NoPELayers[i] {
+			m.SlidingLayers[i] = true
+			m.SlidingWindowLayers++
+		}
 	}
 	return nil
 }
@@ -936,6 +1018,10 @@ func (q cfg) exclusions(keys ...string) (exclusions, error) {
 			switch {
 			case strings.HasSuffix(base, "self_attn"), strings.HasSuffix(base, ".attn"):
 				e.attn = true
+			case strings.Contains(base, "self_attn.") && hasAnySuffix(base, ".q_proj", ".k_proj", ".v_proj", ".o_proj", ".qkv_proj"):
+				// compressed-tensors lists the projections one by one
+				// (RedHat's Llama 4 FP8: every layer's q/k/v/o_proj).
+				e.attn = true
 			case strings.HasSuffix(base, "shared_experts"):
 				e.shared = true
 			case strings.Contains(p, `mlp\.(gate|up`), strings.HasSuffix(base, "mlp.gate_up_proj"):
@@ -955,6 +1041,15 @@ func (m *Model) setQuant(method, dtype string, bpp float64, e exclusions) {
 	if e.dense || e.shared {
 		m.DenseWeightBytesPerParam = m.DtypeBytes
 	}
+}
+
+func hasAnySuffix(s string, suffixes ...string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

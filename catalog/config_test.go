@@ -52,6 +52,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"mxfp4 dense", string(cfgJSON(`"quantization_config": {"quant_method": "mxfp4"}`)), []string{"MoE experts only"}},
 		{"block size", string(cfgJSON(`"quantization_config": {"quant_method": "fp8", "weight_block_size": [128]}`)), []string{`"quantization_config.weight_block_size"`}},
 		{"mla missing", string(cfgJSON(`"kv_lora_rank": 512`)), []string{`"qk_rope_head_dim"`, "missing"}},
+		{"llama4 rope list", `{"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+			"num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 2048, "no_rope_layers": [1, 0]}`,
+			[]string{`"no_rope_layers"`, "2 entries"}},
+		{"llama4 interleave", `{"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+			"num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 2048, "num_local_experts": 4, "num_experts_per_tok": 1,
+			"interleave_moe_layer_step": 0}`,
+			[]string{`"interleave_moe_layer_step"`, "want ≥ 1"}},
 		{"dsa heads missing", string(cfgJSON(`"kv_lora_rank": 512, "q_lora_rank": 64, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "index_topk": 2048`)),
 			[]string{`"index_n_heads"`, "missing"}},
 		{"dsa topk zero", string(cfgJSON(`"kv_lora_rank": 512, "q_lora_rank": 64, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "index_topk": 0`)),
@@ -240,5 +247,31 @@ func TestParseConfigQwen3VL(t *testing.T) {
 		"num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64, "dtype": "bfloat16"}}`)); err == nil ||
 		!strings.Contains(err.Error(), `"vision_config"`) {
 		t.Errorf("Qwen3-VL without vision_config: %v", err)
+	}
+}
+
+// Llama 4's own keys: MoE every interleave_moe_layer_step-th layer, dense
+// layers of intermediate_size_mlp, experts of intermediate_size with one
+// shared expert, every 4th layer NoPE when no_rope_layers is empty, and the
+// RoPE layers chunked.
+func TestParseConfigLlama4(t *testing.T) {
+	m, err := ParseConfig("x.json", []byte(`{"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
+		"num_hidden_layers": 8, "hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32,
+		"intermediate_size": 128, "intermediate_size_mlp": 512, "vocab_size": 1000, "max_position_embeddings": 2048,
+		"num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "no_rope_layers": [],
+		"attention_chunk_size": 64, "use_qk_norm": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moe := []bool{false, true, false, true, false, true, false, true}
+	nope := []bool{false, false, false, true, false, false, false, true}
+	for i := range moe {
+		if m.MoELayers[i] != moe[i] || m.NoPELayers[i] != nope[i] || m.SlidingLayers[i] == nope[i] {
+			t.Errorf("layer %d: moe %v nope %v chunked %v", i, m.MoELayers[i], m.NoPELayers[i], m.SlidingLayers[i])
+		}
+	}
+	if m.IntermediateSize != 512 || m.MoEIntermediateSize != 128 || m.NumSharedExperts != 1 || m.SharedExpertIntermediateSize != 128 ||
+		m.ScoringFunc != "sigmoid" || m.AttentionChunk != 64 || m.SlidingWindow != 64 || m.SlidingWindowLayers != 6 || m.NumMoELayers != 4 {
+		t.Errorf("Llama 4 decoder: %+v", m)
 	}
 }

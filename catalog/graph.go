@@ -194,6 +194,9 @@ type Attention struct {
 	VHeadDim int `json:"v_head_dim"`
 	// Window is the sliding window in tokens (0: the full context).
 	Window int `json:"window,omitempty"`
+	// Chunked: the window is a chunk of chunked local attention (Llama 4),
+	// priced and cached as a sliding window of the chunk's size.
+	Chunked bool `json:"chunked,omitempty"`
 	// Sinks: one learned logit per head joins the softmax (gpt-oss).
 	Sinks bool `json:"sinks,omitempty"`
 
@@ -394,7 +397,10 @@ func (g *Graph) Summary() string {
 			if a.IndexTopK > 0 {
 				add(fmt.Sprintf("top-%d", a.IndexTopK))
 			}
-			if a.Window > 0 {
+			switch {
+			case a.Window > 0 && a.Chunked:
+				add(fmt.Sprintf("chunk %d", a.Window))
+			case a.Window > 0:
 				add(fmt.Sprintf("window %d", a.Window))
 			}
 			if a.Sinks {
@@ -426,6 +432,7 @@ const (
 	srcMixtral    = "vllm/model_executor/models/mixtral.py@f0e26957"
 	srcDeepseek   = "vllm/model_executor/models/deepseek_v2.py@002d6073"
 	srcDeepseekMT = "vllm/model_executor/models/deepseek_mtp.py@03356f8c"
+	srcLlama4     = "vllm/model_executor/models/llama4.py@0121c95e"
 	srcGptOss     = "vllm/model_executor/models/gpt_oss.py@a6b6cfaa"
 	srcMiniMaxM2  = "vllm/model_executor/models/minimax_m2.py@01d99586"
 )
@@ -435,7 +442,7 @@ type family struct {
 	name, src string
 	qkvBias   func(*Model) bool // QKVParallelLinear bias
 	oBias     func(*Model) bool // o_proj bias
-	qkNorm    string            // "": none; "head": per-head RMSNorm (Qwen3); "tp": MiniMaxText01RMSNormTP over all heads
+	qkNorm    string            // "": none; "head": per-head RMSNorm (Qwen3); "tp": MiniMaxText01RMSNormTP over all heads; "rope": weightless per-head RMSNorm on RoPE layers only (Llama 4)
 	sinks     bool              // attention sinks (gpt-oss)
 	sliding   bool              // honours the config's sliding layers
 	moe       moeStyle
@@ -488,6 +495,11 @@ var graphFamilies = map[string]family{
 	// router runs in fp32): MLA with the DSA indexer.
 	"DeepseekV32ForCausalLM": {name: "deepseek_v2", src: srcDeepseek, moe: stdMoE("gate")},
 	"GlmMoeDsaForCausalLM":   {name: "deepseek_v2", src: srcDeepseek, moe: moeStyle{routerName: "gate", routerDtype: "fp32", activation: "silu"}},
+	// llama4.py: no biases; RoPE layers attend in chunks (use_irope) with a
+	// weightless q/k RMSNorm after RoPE, NoPE layers globally with
+	// temperature-tuned queries; Llama4MoE: a bf16 router, top-k then
+	// sigmoid, one shared expert, one all-reduce of both.
+	"Llama4ForCausalLM": {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
 }
 
 // shortDtype names a dtype the way graphs print it.
@@ -559,6 +571,7 @@ func DeriveGraph(m *Model) (*Graph, error) {
 	type kindKey struct {
 		moe    bool
 		window int
+		nope   bool
 	}
 	var keys []kindKey
 	index := map[kindKey]int{}
@@ -568,6 +581,7 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		if f.sliding && len(m.SlidingLayers) > 0 && m.SlidingLayers[i] {
 			k.window = m.SlidingWindow
 		}
+		k.nope = len(m.NoPELayers) > 0 && m.NoPELayers[i]
 		j, seen := index[k]
 		if !seen {
 			j = len(keys)
@@ -577,10 +591,16 @@ func DeriveGraph(m *Model) (*Graph, error) {
 			if k.moe {
 				name = "moe"
 			}
-			if k.window > 0 {
+			switch {
+			case k.window > 0 && m.AttentionChunk > 0:
+				name += "_chunked"
+			case k.window > 0:
 				name += "_sliding"
 			}
-			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: b.layerOps(k.moe, k.window)})
+			if k.nope {
+				name += "_nope"
+			}
+			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: b.layerOps(k.moe, k.window, k.nope)})
 		}
 		g.Layers[j].Count++
 		perLayer[i] = g.Layers[j].Name
@@ -680,12 +700,12 @@ func (b *builder) headOps(normName string, normElems int, headName string) []Op 
 // layerOps builds one decoder layer: attention block, then the dense MLP
 // or the MoE block, each behind a fused residual-add RMSNorm (4 × hidden
 // read and written).
-func (b *builder) layerOps(moe bool, window int) []Op {
+func (b *builder) layerOps(moe bool, window int, nope bool) []Op {
 	ops := []Op{elementwise("input_layernorm", b.bytes(4*b.H), ShardReplicated)}
 	if b.f.name == "deepseek_v2" {
 		ops = append(ops, b.mlaOps()...)
 	} else {
-		ops = append(ops, b.attentionOps(window)...)
+		ops = append(ops, b.attentionOps(window, nope)...)
 	}
 	ops = append(ops, elementwise("post_attention_layernorm", b.bytes(4*b.H), ShardReplicated))
 	if moe {
@@ -694,9 +714,10 @@ func (b *builder) layerOps(moe bool, window int) []Op {
 	return append(ops, b.mlpOps("", b.m.IntermediateSize, b.m.MLPBias, true)...)
 }
 
-// attentionOps: QKVParallelLinear, optional q/k norms, RoPE, attention,
-// RowParallelLinear o_proj and its all_reduce.
-func (b *builder) attentionOps(window int) []Op {
+// attentionOps: QKVParallelLinear, optional q/k norms, RoPE (not on a NoPE
+// layer, which scales its queries instead), attention, RowParallelLinear
+// o_proj and its all_reduce.
+func (b *builder) attentionOps(window int, nope bool) []Op {
 	m := b.m
 	h, kv, d := m.NumHeads, m.NumKVHeads, m.HeadDim
 	qkv := gemm("qkv_proj", (h+2*kv)*d, b.H, b.attnDt, ShardColumn)
@@ -710,14 +731,24 @@ func (b *builder) attentionOps(window int) []Op {
 		ops = append(ops,
 			elementwise("qk_norm", b.bytes(2*(h+kv)*d), ShardSplit),
 			collective("qk_norm.all_reduce", GroupTP, "all_reduce", 2*4))
+	case "rope": // Llama 4: after RoPE, on RoPE layers only
+		if !nope {
+			ops = append(ops, elementwise("qk_norm", b.bytes(2*(h+kv)*d), ShardSplit))
+		}
 	}
-	ops = append(ops, elementwise("rotary_emb", b.bytes(2*(h+kv)*m.RotaryDim), ShardSplit))
+	if nope {
+		// Llama4Attention._get_attn_scale: queries times a per-position scale.
+		ops = append(ops, elementwise("attn_temperature", b.bytes(2*h*d), ShardSplit))
+	} else {
+		ops = append(ops, elementwise("rotary_emb", b.bytes(2*(h+kv)*m.RotaryDim), ShardSplit))
+	}
 	kind := "gqa"
 	if kv == h {
 		kind = "mha"
 	}
 	ops = append(ops, Op{Kind: OpAttention, Name: "attn", Shard: ShardSplit, Attn: &Attention{
 		Kind: kind, Heads: h, KVHeads: kv, HeadDim: d, VHeadDim: d, Window: window, Sinks: b.f.sinks,
+		Chunked:      window > 0 && m.AttentionChunk > 0,
 		KVCacheElems: 2 * kv * d, KVCacheShard: "heads",
 	}})
 	o := gemm("o_proj", b.H, h*d, b.attnDt, ShardRow)
@@ -854,7 +885,7 @@ func (b *builder) deepseekMTP() *Draft {
 	m := b.m
 	L := m.NumLayers
 	moe := m.IsMoE() && L >= m.FirstDenseLayers && L%max(1, m.MoELayerFreq) == 0
-	layer := b.layerOps(moe, 0)
+	layer := b.layerOps(moe, 0, false)
 	layer[0].BytesPerToken = b.bytes(2 * b.H) // input_layernorm without a residual (residual=None)
 	ops := append(b.embedOps(),
 		elementwise("enorm", b.bytes(2*b.H), ShardReplicated),
@@ -1178,12 +1209,6 @@ var unsupportedModels = []UnsupportedModel{
 		Short: "linear attention (Gated DeltaNet) layers",
 		Missing: "hybrid linear attention: Gated DeltaNet layers keep a fixed-size recurrent state, not a per-token KV cache, between the full-attention layers; " +
 			"the decoder is also in a nested text_config"},
-	{ID: "meta-llama/Llama-4-Scout-17B-16E-Instruct", Aliases: []string{"llama-4-scout"},
-		Short:   "chunked local attention, vision wrapper",
-		Missing: "chunked local attention (attention_chunk_size 8192) on 3 of 4 layers and NoPE layers; the decoder is in a nested text_config under a vision wrapper"},
-	{ID: "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", Aliases: []string{"llama-4-scout-fp8"},
-		Short:   "chunked local attention, vision wrapper",
-		Missing: "chunked local attention (attention_chunk_size 8192) on 3 of 4 layers and NoPE layers; the decoder is in a nested text_config under a vision wrapper"},
 }
 
 // UnsupportedModels lists the known models the catalog cannot represent,

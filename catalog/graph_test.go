@@ -327,6 +327,51 @@ func TestGraphDSA(t *testing.T) {
 	}
 }
 
+// Llama 4 Scout: 36 RoPE layers attending in 8192-token chunks (with a
+// weightless q/k norm) and every 4th layer a global NoPE layer (queries
+// temperature-scaled, no RoPE); every layer MoE, 16 experts top-1 with
+// sigmoid routing and one shared expert; RedHat's FP8 keeps attention and
+// the router in bf16.
+func TestGraphLlama4(t *testing.T) {
+	for _, tc := range []struct{ name, expertDt string }{
+		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", "bf16"},
+		{"RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", "fp8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := mustGraph(t, tc.name)
+			chunked, nope := mustKind(t, g, "moe_chunked"), mustKind(t, g, "moe_nope")
+			if chunked.Count != 36 || nope.Count != 12 || len(g.Stack) != 1 || g.Stack[0].Repeat != 12 ||
+				!strings.Contains(g.Summary(), "36 moe_chunked + 12 moe_nope, GQA, chunk 8192") {
+				t.Fatalf("summary %q, stack %+v", g.Summary(), g.Stack)
+			}
+			if a := chunked.Attention(); a.Window != 8192 || !a.Chunked || a.Heads != 40 || a.KVHeads != 8 {
+				t.Errorf("chunked attention %+v", a)
+			}
+			if a := nope.Attention(); a.Window != 0 || a.Chunked {
+				t.Errorf("global attention %+v", a)
+			}
+			for _, c := range []struct {
+				k    *LayerKind
+				op   string
+				want bool
+			}{
+				{chunked, "qk_norm", true}, {chunked, "rotary_emb", true}, {chunked, "attn_temperature", false},
+				{nope, "qk_norm", false}, {nope, "rotary_emb", false}, {nope, "attn_temperature", true},
+			} {
+				if got := c.k.Op(c.op) != nil; got != c.want {
+					t.Errorf("%s has %s: %v, want %v", c.k.Name, c.op, got, c.want)
+				}
+			}
+			checkGEMM(t, chunked, gemmWant{name: "qkv_proj", n: (40 + 16) * 128, k: 5120, dtype: "bf16", shard: ShardColumn, parts: []int{5120, 1024, 1024}})
+			checkGEMM(t, chunked, gemmWant{name: "router", n: 16, k: 5120, dtype: "bf16", shard: ShardReplicated})
+			checkGEMM(t, chunked, gemmWant{name: "shared_experts.gate_up_proj", n: 2 * 8192, k: 5120, dtype: tc.expertDt, shard: ShardColumn, parts: []int{8192, 8192}})
+			if e := chunked.MoE(); e.Experts != 16 || e.TopK != 1 || e.Inter != 8192 || e.Scoring != "sigmoid" || e.SharedExperts != 1 || e.Dtype != tc.expertDt {
+				t.Errorf("moe %+v", e)
+			}
+		})
+	}
+}
+
 // Outside MLA no operator belongs to an attention module: GQA layers price
 // their projections and RoPE on their own.
 func TestNoAttentionModuleOutsideMLA(t *testing.T) {
@@ -464,7 +509,6 @@ func TestLookupGraphTwinAndUnsupported(t *testing.T) {
 		{"deepseek-v4-pro", "hyper-connections"},
 		{"sgl-project--DeepSeek-V4-Flash-FP8", "compressed sparse attention"},
 		{"qwen/qwen3.5-397b-a17b", "Gated DeltaNet"},
-		{"Llama-4-Scout-17B-16E-Instruct", "chunked local attention"},
 	} {
 		for _, lookup := range []func(string) error{
 			func(n string) error { _, err := LookupModel(n); return err },

@@ -99,6 +99,11 @@ var modelTable = []modelEntry{
 	// Qwen3's dense decoder in Qwen3-VL's wrapper, read from text_config;
 	// the vision tower's weights are counted, its compute is not priced.
 	{dir: "Qwen--Qwen3-VL-32B-Instruct", origin: originAIC, aliases: []string{"qwen3-vl-32b"}},
+	// Llama 4's text decoder in its vision wrapper (the vision tower is not
+	// counted: see textWrappers).
+	{dir: "meta-llama--Llama-4-Scout-17B-16E-Instruct", origin: originAIC, aliases: []string{"llama-4-scout"}},
+	{dir: "RedHatAI--Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", origin: originISim, path: "model_configs/llama-4-scout-17b-16e-instruct-fp8-dynamic/config.json",
+		aliases: []string{"llama-4-scout-fp8"}},
 }
 
 type modelRegistry struct {

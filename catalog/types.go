@@ -90,6 +90,15 @@ type Model struct {
 	SlidingWindow       int
 	SlidingWindowLayers int
 
+	// Chunked local attention (Llama 4): the RoPE layers attend only
+	// within chunks of AttentionChunk tokens; the catalog marks them as
+	// sliding layers with a window of one chunk, which holds and reads the
+	// same tokens while a request is within its first chunk and at most
+	// twice the chunk's after. NoPELayers[i] is true for the global layers
+	// that skip RoPE (nil when every layer rotates).
+	AttentionChunk int
+	NoPELayers     []bool
+
 	// Per-layer structure, indexed by layer: MoELayers[i] is true where
 	// layer i routes to experts (nil for dense models), SlidingLayers[i]
 	// where it attends through the sliding window (nil when none does).

@@ -115,7 +115,11 @@ func catalogShow(stdout io.Writer, name string) error {
 			m.KVLoraRank, m.QLoraRank, m.QKNopeHeadDim, m.QKRopeHeadDim, m.VHeadDim)
 	}
 	if m.SlidingWindowLayers > 0 {
-		row("Sliding window", "%d tokens on %d of %d layers", m.SlidingWindow, m.SlidingWindowLayers, m.NumLayers)
+		if m.AttentionChunk > 0 {
+			row("Chunked attn", "chunks of %d tokens on %d of %d layers (priced and cached as a sliding window of one chunk)", m.AttentionChunk, m.SlidingWindowLayers, m.NumLayers)
+		} else {
+			row("Sliding window", "%d tokens on %d of %d layers", m.SlidingWindow, m.SlidingWindowLayers, m.NumLayers)
+		}
 	}
 	runs := make([]string, len(g.Stack))
 	for i, r := range g.Stack {
