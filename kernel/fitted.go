@@ -201,9 +201,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	for i := range g.Layers {
 		lk := &g.Layers[i]
 		for j := range lk.Ops {
-			// The MLA laws are fitted on the whole attention module
-			// (projections, norms, RoPE, attention, o_proj): its other
-			// operators are in the attention term's price already.
+			// The MLA and DSA laws are fitted on the whole attention
+			// module (projections, norms, RoPE, the indexer, attention,
+			// o_proj): its other operators are in the attention term's
+			// price already.
 			if lk.InAttentionModule(&lk.Ops[j]) {
 				continue
 			}
