@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -338,7 +339,7 @@ func (c cfg) parse(m *Model) error {
 			}
 			if !known {
 				return c.errf("text_config", "nested text_config (a multimodal wrapper) is not supported; only text-only decoder configs and the wrappers %s are",
-					strings.Join(sortedKeys(textWrappers), ", "))
+					strings.Join(slices.Sorted(maps.Keys(textWrappers)), ", "))
 			}
 			text, _, err := c.object("text_config")
 			if err != nil {
@@ -1050,13 +1051,4 @@ func hasAnySuffix(s string, suffixes ...string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

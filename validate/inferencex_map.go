@@ -3,7 +3,6 @@ package validate
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -510,14 +509,4 @@ func usedRecipes(plans []*Plan) []*ServeRecipe {
 		out = append(out, &genericRecipe)
 	}
 	return out
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -82,7 +84,7 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 	for _, s := range r.Skipped {
 		counts[s.Reason]++
 	}
-	order := sortedKeys(counts)
+	order := slices.Sorted(maps.Keys(counts))
 	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
 	for _, reason := range order {
 		p("%6d  %s\n", counts[reason], reason)
@@ -190,12 +192,12 @@ func (r *Report) writeSettings(b *bufio.Writer) {
 		}
 		if len(assumed) > 0 {
 			var as []string
-			for _, f := range sortedKeys(assumed) {
+			for _, f := range slices.Sorted(maps.Keys(assumed)) {
 				as = append(as, fmt.Sprintf("--%s (%d of %d rows)", f, assumed[f], len(rows)))
 			}
 			p("    assumed: %s\n", strings.Join(as, ", "))
 		}
-		for _, n := range sortedKeys(notes) {
+		for _, n := range slices.Sorted(maps.Keys(notes)) {
 			p("    note (%d rows): %s\n", notes[n], n)
 		}
 		if len(rc.Unmodelled) > 0 {

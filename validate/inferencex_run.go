@@ -9,6 +9,8 @@ import (
 
 	"blis/cluster"
 	"blis/metrics"
+	"maps"
+	"slices"
 )
 
 // Statistics a measured value may be compared against.
@@ -232,7 +234,7 @@ func groupStats(rows []RowResult) ([]GroupStats, GroupStats) {
 		allTTFT = append(allTTFT, r.TTFTError)
 		allTPOT = append(allTPOT, r.TPOTError)
 	}
-	keys := sortedKeys(groups)
+	keys := slices.Sorted(maps.Keys(groups))
 	sort.SliceStable(keys, func(i, j int) bool { return strings.ToLower(keys[i]) < strings.ToLower(keys[j]) })
 	out := make([]GroupStats, 0, len(groups))
 	for _, k := range keys {
