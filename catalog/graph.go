@@ -621,7 +621,7 @@ func DeriveGraph(m *Model) (*Graph, error) {
 			g.Notes = append(g.Notes, fmt.Sprintf("DeepSeek sparse attention as vLLM's sparse MLA backends run it (FlashMLA sparse on Hopper, FlashInfer sparse MLA on Blackwell): "+
 				"prefill and decode tokens both attend as MQA over the %d-wide latent cache, each query to the %d cached tokens the indexer keeps; "+
 				"the indexer (%d heads × %d, fp8, replicated on every TP rank) scores every cached token of every query, and its %d-byte key cache sits beside the latent in the same KV block",
-				m.KVLoraRank+m.QKRopeHeadDim, m.IndexTopK, m.IndexHeads, m.IndexHeadDim, m.IndexHeadDim+ceilDiv(m.IndexHeadDim, 128)*4))
+				m.KVLoraRank+m.QKRopeHeadDim, m.IndexTopK, m.IndexHeads, m.IndexHeadDim, m.IndexerCacheBytes()))
 		} else {
 			g.Notes = append(g.Notes,
 				"MLA as vLLM's MLACommonImpl runs it: prefill tokens expand the latent through kv_b_proj (chunked prefills also for their cached context) and attend as MHA with q·k head "+
@@ -808,7 +808,7 @@ func (b *builder) mlaAttention() *Attention {
 	if m.IsDSA() {
 		a.Kind = "dsa"
 		a.IndexTopK, a.IndexHeads, a.IndexHeadDim = m.IndexTopK, m.IndexHeads, m.IndexHeadDim
-		a.IndexerCacheBytes = m.IndexHeadDim + ceilDiv(m.IndexHeadDim, 128)*4
+		a.IndexerCacheBytes = m.IndexerCacheBytes()
 	}
 	return a
 }

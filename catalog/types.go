@@ -133,6 +133,17 @@ func (m *Model) IsMoE() bool { return m.NumExperts > 0 }
 // with a lightning indexer's top-k selection).
 func (m *Model) IsDSA() bool { return m.IndexTopK > 0 }
 
+// IndexerCacheBytes is what one token adds to a DSA layer's indexer key
+// cache on every rank, whatever the KV dtype: index_head_dim fp8 values
+// and one fp32 scale per 128 (deepseek_v2.py DeepseekV32IndexerCache,
+// uint8, head_dim + head_dim/128·4); 0 without DSA.
+func (m *Model) IndexerCacheBytes() int {
+	if !m.IsDSA() {
+		return 0
+	}
+	return m.IndexHeadDim + (m.IndexHeadDim+127)/128*4
+}
+
 // IsMLA reports whether the model uses multi-head latent attention.
 func (m *Model) IsMLA() bool { return m.KVLoraRank > 0 }
 

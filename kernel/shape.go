@@ -222,16 +222,14 @@ func (s shape) weightBytes() float64 {
 //     Hopper, FlashMLA sparse's fp8_ds_mla layout: the latent in fp8, one
 //     fp32 scale per 128 values and the rope part in bf16 (656 bytes for
 //     DeepSeek-V3.2); Blackwell's FlashInfer sparse MLA keeps plain fp8;
-//   - the indexer's keys: index_head_dim fp8 values and one fp32 scale per
-//     128, whatever the KV dtype (132 bytes).
+//   - the indexer's keys (catalog.Model.IndexerCacheBytes: 132 bytes).
 func dsaKVBytesLayer(m *catalog.Model, kvB float64, blackwell bool) float64 {
 	kvl, rope := float64(m.KVLoraRank), float64(m.QKRopeHeadDim)
 	latent := (kvl + rope) * kvB
 	if kvB == 1 && !blackwell {
 		latent = kvl + math.Ceil(kvl/128)*4 + rope*2
 	}
-	id := float64(m.IndexHeadDim)
-	return latent + id + math.Ceil(id/128)*4
+	return latent + float64(m.IndexerCacheBytes())
 }
 
 // kvBytesPerToken is the KV cache one token takes on one rank, all layers
