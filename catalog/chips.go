@@ -100,15 +100,9 @@ func ParseChip(name string, data []byte) (*Chip, error) {
 		{"p2p_latency_s", "P2PLatency", f.P2PLatency, &c.P2PLatency, 0, 1, false},
 	}
 	for _, fl := range fields {
-		if fl.v.Value == nil {
-			return nil, fmt.Errorf("%s: key %q: missing value", name, fl.key)
-		}
-		if strings.TrimSpace(fl.v.Source) == "" {
-			return nil, fmt.Errorf("%s: key %q: missing source (every number says where it comes from)", name, fl.key)
-		}
-		v := *fl.v.Value
-		if math.IsNaN(v) || v < fl.min || v > fl.max {
-			return nil, fmt.Errorf("%s: key %q: %g is outside [%g, %g]", name, fl.key, v, fl.min, fl.max)
+		v, err := checkSourced(name, fl.key, fl.v, fl.min, fl.max)
+		if err != nil {
+			return nil, err
 		}
 		if fl.integer && v != math.Trunc(v) {
 			return nil, fmt.Errorf("%s: key %q: %g is not an integer", name, fl.key, v)

@@ -1,6 +1,7 @@
 // Package catalog holds BLIS's embedded, versioned data: Hugging Face model
-// configs, chip descriptions and (later) fitted coefficients, each with its
-// provenance, behind strict loaders. It knows nothing of simulation.
+// configs and the operator graphs derived from them, chip descriptions,
+// fitted kernel coefficients and serving-stack facts (catalog/stacks), each
+// with its provenance, behind strict loaders. It knows nothing of simulation.
 package catalog
 
 // Model is one embedded model: its identity plus the architecture numbers the

@@ -11,61 +11,61 @@ import (
 )
 
 // FittedAssumptions are the fitted pricer's constants that no measured
-// kernel table gives: the CPU side of a step and the floor of small
-// memory-bound kernels. Each is a stated assumption, not a fit.
+// kernel table gives: the CPU side of a step, the GPU's gaps between
+// piecewise graphs and the floor of small memory-bound kernels. Their values
+// and sources live in the catalog (catalog/stacks/vllm.yaml).
 type FittedAssumptions struct {
 	// HostStepGraphed is the engine's CPU time for a step replayed as one
 	// full CUDA graph (scheduling, input preparation, graph launch, output
-	// processing): 0.4 ms, as roofline-v1 (no measured host data yet).
+	// processing).
 	HostStepGraphed time.Duration
 	// HostPiecewisePerLayer is what a step run as piecewise CUDA graphs
 	// (attention launched eagerly between one graph per layer: vLLM's
 	// PIECEWISE mode, and FULL_AND_PIECEWISE's mixed batches) costs the CPU
-	// on top of HostStepGraphed, per decoder layer: 75 µs, the measured
-	// PIECEWISE − FULL step difference of Qwen3-0.6B (28 layers, host-bound:
-	// 3.64 − 1.53 ms at batch 1, 3.79 − 1.60 at 16; B200, vLLM 0.23,
-	// vllm-project/vllm#47089).
+	// on top of HostStepGraphed, per decoder layer.
 	HostPiecewisePerLayer time.Duration
 	// PiecewiseGapPerLayer is the GPU's idle time per decoder layer in the
 	// same mode, when the GPU is the bottleneck: the graph launch and the
 	// eager attention kernels between graphs do not start back to back as
-	// inside one graph. 7 µs, the measured PIECEWISE − FULL step difference
-	// of Qwen3-235B-A22B-FP8 on 2 GPUs (94 layers, GPU-bound: 13.37 − 12.70
-	// ms at batch 1, vllm-project/vllm#47089; batch 16 measured 16 µs per
-	// layer with ±1.1 ms run-to-run spread). An eager step pays it too: it
-	// has every boundary a piecewise one has.
+	// inside one graph. An eager step pays it too: it has every boundary a
+	// piecewise one has.
 	PiecewiseGapPerLayer time.Duration
 	// HostStepEager is the same for a fully eager step (--enforce-eager, or
-	// a batch above the largest capture size): 1.5 ms, and never less than
-	// the piecewise step's (eager launches every kernel a piecewise graph
+	// a batch above the largest capture size), and never less than the
+	// piecewise step's (eager launches every kernel a piecewise graph
 	// holds); each kernel's launch floor is in the laws' T0.
 	HostStepEager time.Duration
 	// HostPerSampledToken is sampling, detokenisation and output handling
-	// per row that produces a token: 2 µs.
+	// per row that produces a token.
 	HostPerSampledToken time.Duration
 	// ElementwiseFloor is the shortest a memory-bound kernel (fused
-	// add+RMSNorm, RoPE, SiLU-and-mul, embedding gather) runs on the GPU:
-	// 2 µs, the order of an empty kernel's duration inside a CUDA graph on
-	// Hopper. Bytes beyond it move at the chip's HBM efficiency.
+	// add+RMSNorm, RoPE, SiLU-and-mul, embedding gather) runs on the GPU.
+	// Bytes beyond it move at the chip's HBM efficiency.
 	ElementwiseFloor time.Duration
 	// CustomAllReduceMaxBytes is the largest all-reduce vLLM's custom
-	// all-reduce kernel handles (vllm/distributed/device_communicators/
-	// custom_all_reduce.py, max_size = 8 MiB); larger ones go to NCCL.
+	// all-reduce kernel handles; larger ones go to NCCL.
 	CustomAllReduceMaxBytes float64
 	// MaxCUDAGraphTokens is the largest captured batch; 0 means vLLM's
 	// default min(2 × max_num_seqs, 512) (vllm/config/compilation.py, v0.11+).
 	MaxCUDAGraphTokens int
 }
 
-// DefaultFittedAssumptions are the values NewFitted uses.
-var DefaultFittedAssumptions = FittedAssumptions{
-	HostStepGraphed:         400 * time.Microsecond,
-	HostPiecewisePerLayer:   75 * time.Microsecond,
-	PiecewiseGapPerLayer:    7 * time.Microsecond,
-	HostStepEager:           1500 * time.Microsecond,
-	HostPerSampledToken:     2 * time.Microsecond,
-	ElementwiseFloor:        2 * time.Microsecond,
-	CustomAllReduceMaxBytes: 8 << 20,
+// DefaultFittedAssumptions are the values NewFitted uses: vLLM's serving
+// stack as the catalog describes it.
+func DefaultFittedAssumptions() (FittedAssumptions, error) {
+	s, err := catalog.LookupStack("vllm")
+	if err != nil {
+		return FittedAssumptions{}, err
+	}
+	return FittedAssumptions{
+		HostStepGraphed:         s.HostStepGraphed,
+		HostPiecewisePerLayer:   s.HostPiecewisePerLayer,
+		PiecewiseGapPerLayer:    s.PiecewiseGapPerLayer,
+		HostStepEager:           s.HostStepEager,
+		HostPerSampledToken:     s.HostPerSampledToken,
+		ElementwiseFloor:        s.ElementwiseFloor,
+		CustomAllReduceMaxBytes: s.CustomAllReduceMaxBytes,
+	}, nil
 }
 
 // rows say which of the step's tokens an operator runs on.
@@ -142,7 +142,11 @@ type fitted struct {
 // It fails when the chip has no fitted coefficients or the model has no
 // operator graph; callers fall back to the roofline then.
 func NewFitted(d Deployment) (Pricer, error) {
-	return NewFittedWith(d, DefaultFittedAssumptions)
+	a, err := DefaultFittedAssumptions()
+	if err != nil {
+		return nil, err
+	}
+	return NewFittedWith(d, a)
 }
 
 // NewFittedWith is NewFitted with explicit assumptions.

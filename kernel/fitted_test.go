@@ -143,7 +143,10 @@ func TestFittedCUDAGraphModes(t *testing.T) {
 		}
 		return p.StepTime(&b)
 	}
-	a := DefaultFittedAssumptions
+	a, err := DefaultFittedAssumptions()
+	if err != nil {
+		t.Fatal(err)
+	}
 	sampled := 8 * a.HostPerSampledToken
 	// Llama-3.1-8B has 32 decoder layers: one piecewise graph each.
 	piecewise := a.HostStepGraphed + 32*a.HostPiecewisePerLayer

@@ -3,6 +3,8 @@ package kernel
 import (
 	"math"
 	"time"
+
+	"blis/catalog"
 )
 
 // RooflineAssumptions are the roofline's constants that are neither in the
@@ -21,14 +23,14 @@ type RooflineAssumptions struct {
 	AttnEfficiency float64
 	// HostStepGraphed is the CPU time of a step replayed as one full CUDA
 	// graph (a pure-decode batch of at most MaxCUDAGraphTokens tokens):
-	// scheduling, input preparation, one graph launch. Assumption: 0.4 ms.
+	// scheduling, input preparation, one graph launch.
 	HostStepGraphed time.Duration
 	// HostStepEager is the CPU time of any other step (prefill or mixed
 	// batches run piecewise graphs with eager attention; --enforce-eager
-	// launches every kernel). Assumption: 1.5 ms.
+	// launches every kernel).
 	HostStepEager time.Duration
 	// HostPerSampledToken is sampling and output processing per row that
-	// produces a token. Assumption: 2 µs.
+	// produces a token.
 	HostPerSampledToken time.Duration
 	// MaxCUDAGraphTokens is the largest batch captured as a CUDA graph;
 	// 0 means vLLM's default min(2 × max_num_seqs, 512)
@@ -36,13 +38,21 @@ type RooflineAssumptions struct {
 	MaxCUDAGraphTokens int
 }
 
-// DefaultRooflineAssumptions are the values NewRoofline uses.
-var DefaultRooflineAssumptions = RooflineAssumptions{
-	GEMMEfficiency:      0.8,
-	AttnEfficiency:      0.75,
-	HostStepGraphed:     400 * time.Microsecond,
-	HostStepEager:       1500 * time.Microsecond,
-	HostPerSampledToken: 2 * time.Microsecond,
+// DefaultRooflineAssumptions are the values NewRoofline uses; the host
+// times are vLLM's serving stack as the catalog describes it
+// (catalog/stacks/vllm.yaml).
+func DefaultRooflineAssumptions() (RooflineAssumptions, error) {
+	s, err := catalog.LookupStack("vllm")
+	if err != nil {
+		return RooflineAssumptions{}, err
+	}
+	return RooflineAssumptions{
+		GEMMEfficiency:      0.8,
+		AttnEfficiency:      0.75,
+		HostStepGraphed:     s.HostStepGraphed,
+		HostStepEager:       s.HostStepEager,
+		HostPerSampledToken: s.HostPerSampledToken,
+	}, nil
 }
 
 // roofline prices a step from the batch's aggregates with per-deployment
@@ -79,7 +89,11 @@ type roofline struct {
 // NewRoofline builds the "roofline-v1" pricer for d with the default
 // assumptions.
 func NewRoofline(d Deployment) (Pricer, error) {
-	return NewRooflineWith(d, DefaultRooflineAssumptions)
+	a, err := DefaultRooflineAssumptions()
+	if err != nil {
+		return nil, err
+	}
+	return NewRooflineWith(d, a)
 }
 
 // NewRooflineWith builds the roofline pricer with explicit assumptions.

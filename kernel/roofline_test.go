@@ -145,7 +145,10 @@ func TestTensorParallelSpeedsUpBigSteps(t *testing.T) {
 }
 
 func TestHostTime(t *testing.T) {
-	a := DefaultRooflineAssumptions
+	a, err := DefaultRooflineAssumptions()
+	if err != nil {
+		t.Fatal(err)
+	}
 	graphs := pricer(t, "llama-3.1-8b", "h100", 1, nil)
 	eager := pricer(t, "llama-3.1-8b", "h100", 1, func(d *Deployment) { d.EnforceEager = true })
 	small, big, pre := decode(8, 100), decode(1024, 100), prefill(1, 64)
