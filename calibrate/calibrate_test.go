@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,12 +21,18 @@ const (
 	coeffsDir = "../catalog/coeffs"
 )
 
+// refit turns on the full refits (every law of every chip: about 15 s on
+// two cores). Without it the same code paths run on one chip's cheapest
+// families, so `go test ./...` stays fast; CI runs the full check
+// (`go test ./calibrate -run Fresh -refit`).
+var refit = flag.Bool("refit", false, "refit every law of every chip and compare with catalog/coeffs")
+
 // The embedded coefficient files are exactly what a fresh fit of data/ops
 // writes, so a changed law, fitter or table without `blis calibrate ops
-// --write` fails here. The full fit takes about 10 s on two cores; with
-// -short only H100's GEMM and collective laws are refitted and compared.
+// --write` fails here. The full fit runs with -refit; without it only
+// H100's GEMM and collective laws are refitted and compared.
 func TestEmbeddedCoefficientsAreFresh(t *testing.T) {
-	if testing.Short() {
+	if !*refit {
 		fresh, err := fitChip(dataDir, "h100_sxm", map[string]bool{"gemm": true, "comm": true})
 		if err != nil {
 			t.Fatal(err)
@@ -105,9 +112,13 @@ func itoa(i int) string {
 
 // Same tables, same bytes.
 func TestFitIsDeterministic(t *testing.T) {
+	families := map[string]bool{"comm": true, "attention": true}
+	if *refit {
+		families["mla"] = true // the slowest fitter, with its multi-start search
+	}
 	var prev []byte
 	for i := 0; i < 2; i++ {
-		c, err := fitChip(dataDir, "h200_sxm", map[string]bool{"comm": true, "mla": true})
+		c, err := fitChip(dataDir, "h200_sxm", families)
 		if err != nil {
 			t.Fatal(err)
 		}
