@@ -1193,8 +1193,9 @@ const (
 		"hyper-connections (hc_mult 4) and hash-routed MoE layers (num_hash_layers 3): no per-token KV formula and no op kinds for them"
 )
 
-// unsupportedModels are the configs in shared/data/models that the
-// catalog skips (models/PROVENANCE.md, "Configs ... that are not embedded").
+// unsupportedModels are the published configs the catalog knows of but
+// cannot represent yet (models/PROVENANCE.md, "Configs ... that are not
+// embedded").
 var unsupportedModels = []UnsupportedModel{
 	{ID: "deepseek-ai/DeepSeek-V4-Flash", Aliases: []string{"deepseek-v4-flash"},
 		Short: "compressed sparse attention, hyper-connections", Missing: fmt.Sprintf(missingV4, 512)},

@@ -1,0 +1,111 @@
+// Package docs holds BLIS's documentation; its tests keep the documents
+// honest: they describe the product as it is (no development history), every
+// relative link resolves, and nothing in the repository points outside it.
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// root is the repository's top directory, seen from this package.
+const root = ".."
+
+// history matches wording that narrates how the code got here rather than
+// what it does: git keeps that.
+var history = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\bsessions? ?\d+\b`),
+	regexp.MustCompile(`(?i)\b(first|second|last|previous|earlier|this) session\b`),
+	regexp.MustCompile(`(?i)\bwhat changed in\b`),
+	regexp.MustCompile(`(?i)\bchangelog\b`),
+}
+
+// outside matches a path that leaves the repository for the workplace
+// around it.
+var outside = regexp.MustCompile(`\.\./shared\b|\bshared/(data|seeds)\b|\bDESIGN\.md\b`)
+
+// files returns the repository's files whose names end in one of exts,
+// skipping .git.
+func files(t *testing.T, exts ...string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		for _, e := range exts {
+			if !d.IsDir() && strings.HasSuffix(p, e) {
+				out = append(out, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// lines calls f with each line of a file and its number.
+func lines(t *testing.T, path string, f func(n int, line string)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		f(i+1, l)
+	}
+}
+
+func TestDocsDescribeTheProductNotItsHistory(t *testing.T) {
+	for _, p := range files(t, ".md") {
+		lines(t, p, func(n int, l string) {
+			for _, re := range history {
+				if m := re.FindString(l); m != "" {
+					t.Errorf("%s:%d: %q narrates development history (git keeps it; say what BLIS does now): %s", p, n, m, strings.TrimSpace(l))
+				}
+			}
+		})
+	}
+}
+
+func TestNothingPointsOutsideTheRepository(t *testing.T) {
+	for _, p := range files(t, ".md", ".go", ".yaml", ".yml", ".txt", "/run") {
+		if strings.HasSuffix(p, "docs_test.go") {
+			continue
+		}
+		lines(t, p, func(n int, l string) {
+			if m := outside.FindString(l); m != "" {
+				t.Errorf("%s:%d: %q points outside the repository: name the public origin instead: %s", p, n, m, strings.TrimSpace(l))
+			}
+		})
+	}
+}
+
+// link is a Markdown inline link or image: [text](target).
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+func TestRelativeLinksResolve(t *testing.T) {
+	for _, p := range files(t, ".md") {
+		lines(t, p, func(n int, l string) {
+			for _, m := range link.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				target, _, _ = strings.Cut(target, "#")
+				if _, err := os.Stat(filepath.Join(filepath.Dir(p), target)); err != nil {
+					t.Errorf("%s:%d: link %q does not resolve inside the repository", p, n, m[1])
+				}
+			}
+		})
+	}
+}
