@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"blis/cluster"
+	"blis/internal/buildinfo"
 	"blis/metrics"
 	"blis/scenario"
 )
@@ -228,47 +228,14 @@ func TestFirstCold(t *testing.T) {
 	}
 }
 
-func TestBuildStamp(t *testing.T) {
+// The page prints the build's stamp; without one, the version alone.
+func TestPageNamesTheBuild(t *testing.T) {
 	rev := "9e3c509c8788fe0743605a8f06e0bf5c1c39ac1f"
-	info := func(settings ...debug.BuildSetting) *debug.BuildInfo {
-		return &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "blis", Version: "(devel)"}, Settings: settings}
-	}
-	for _, c := range []struct {
-		name      string
-		info      *debug.BuildInfo
-		ok        bool
-		sha       string
-		text      string
-		short     string
-		isStamped bool
-	}{
-		{"stamped", info(debug.BuildSetting{Key: "vcs.revision", Value: rev}, debug.BuildSetting{Key: "vcs.modified", Value: "false"}), true, "ab12",
-			"(devel)+" + rev + ", go1.26.0, binary sha256 ab12", "9e3c509c", true},
-		{"stamped, modified tree", info(debug.BuildSetting{Key: "vcs.revision", Value: rev}, debug.BuildSetting{Key: "vcs.modified", Value: "true"}), true, "",
-			"(devel)+" + rev + "+dirty, go1.26.0", "9e3c509c+dirty", true},
-		{"go run", info(), true, "cd34",
-			"(devel), unstamped (go run): no VCS revision in the binary, go1.26.0, binary sha256 cd34", "unstamped", false},
-		{"no build info", nil, false, "", "(unknown), unstamped (go run): no VCS revision in the binary", "unstamped", false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			st := StampFromBuildInfo(c.info, c.ok)
-			st.BinarySHA256 = c.sha
-			if st.Stamped != c.isStamped || st.Text() != c.text || st.Short() != c.short {
-				t.Errorf("stamp %+v: text %q, short %q; want %q, %q", st, st.Text(), st.Short(), c.text, c.short)
-			}
-		})
-	}
-	// The running binary: the same stamp each time (the page is
-	// deterministic for one binary).
-	if a, b := CurrentBuild(), CurrentBuild(); a != b || a.BinarySHA256 == "" {
-		t.Errorf("CurrentBuild: %+v then %+v", a, b)
-	}
-	// The page prints the stamp; without one, the version alone.
 	pg := &Page{BLISVersion: "v1"}
 	if got := pg.binaryText(); got != "`blis v1`" {
 		t.Errorf("unstamped page: %q", got)
 	}
-	pg.Build = &BuildStamp{Version: "(devel)", Stamped: true, Revision: rev, BinarySHA256: "ab"}
+	pg.Build = &buildinfo.Stamp{Version: "(devel)", Stamped: true, Revision: rev, BinarySHA256: "ab"}
 	if got := pg.binaryText(); got != "`blis v1` ((devel)+"+rev+", binary sha256 ab)" {
 		t.Errorf("stamped page: %q", got)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"blis/catalog"
 	"blis/cluster"
+	"blis/internal/buildinfo"
 	"blis/metrics"
 	"blis/scenario"
 )
@@ -34,7 +35,7 @@ type PageOptions struct {
 	Jobs int
 	// Build stamps the page with the binary it describes (nil: Version
 	// alone).
-	Build *BuildStamp
+	Build *buildinfo.Stamp
 	// Probes, when set, overrides every arm's probes: (--probes).
 	Probes *ProbeSpec
 }

@@ -1,5 +1,7 @@
 package validate
 
+import "blis/internal/buildinfo"
+
 // The numbers of one validation page. Render writes them as Markdown,
 // the JSON file is this tree as encoding/json writes it, and the figures
 // are drawn from it: the page shows nothing that is not here.
@@ -25,7 +27,7 @@ type Page struct {
 	Unscored []Unscored `json:"unscored,omitempty"`
 
 	// Build is the binary's stamp (buildinfo.go); nil when not given.
-	Build *BuildStamp `json:"build,omitempty"`
+	Build *buildinfo.Stamp `json:"build,omitempty"`
 	// The gap re-checks' verdict rule (probes.go).
 	PageProbes
 }

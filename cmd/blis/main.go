@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"blis/internal/buildinfo"
 	"blis/scenario"
 )
 
@@ -93,7 +94,7 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the BLIS version and build",
 		Args:  cobra.NoArgs,
 		Run: func(*cobra.Command, []string) {
-			fmt.Fprintln(stdout, "blis", buildVersion())
+			fmt.Fprintln(stdout, "blis", buildinfo.Current().Text())
 		},
 	}
 }

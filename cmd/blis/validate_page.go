@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"blis/internal/buildinfo"
 	"blis/scenario"
 	"blis/validate"
 )
@@ -88,7 +89,7 @@ a comma list re-checks only those settings.`,
 				}
 			}
 			start := time.Now()
-			stamp := validate.CurrentBuild()
+			stamp := buildinfo.Current()
 			pg, err := validate.BuildPage(m, validate.PageOptions{Version: buildVersion(), Jobs: jobs, Build: &stamp, Probes: probeSpec})
 			if err != nil {
 				return err

@@ -1,32 +1,8 @@
 package main
 
-import (
-	"runtime/debug"
-)
+import "blis/internal/buildinfo"
 
-// buildVersion names the BLIS build: the module version and the VCS
-// revision Go stamped into the binary ("+dirty" when built from a modified
-// tree), as validation pages cite it.
-func buildVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := info.Main.Version
-	rev, dirty := "", false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev != "" {
-		v += "+" + rev
-		if dirty {
-			v += "+dirty"
-		}
-	}
-	return v
-}
+// buildVersion names the BLIS build as results and exports cite it: the
+// module version and the VCS revision when the build carries one
+// (internal/buildinfo says how to stamp one under -buildvcs=false).
+func buildVersion() string { return buildinfo.Current().VersionString() }
