@@ -53,7 +53,11 @@ type Report struct {
 // Fit fits every law for every chip folder under dataDir (data/ops; the
 // provenance names files as data/ops/<chip folder>/...).
 // Chips are fitted concurrently; the result does not depend on it.
-func Fit(dataDir string) (*Report, error) {
+func Fit(dataDir string) (*Report, error) { return FitProgress(dataDir, nil) }
+
+// FitProgress is Fit calling progress, when set, after each chip's fit with
+// the chips done and the chips in all, one call at a time.
+func FitProgress(dataDir string, progress func(done, total int)) (*Report, error) {
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
 		return nil, err
@@ -71,12 +75,20 @@ func Fit(dataDir string) (*Report, error) {
 	res := make([]ChipResult, len(dirs))
 	errs := make([]error, len(dirs))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for i, d := range dirs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c, err := fitChip(dataDir, d, nil)
 			res[i], errs[i] = ChipResult{Dir: d, Coeffs: c}, err
+			if progress != nil {
+				mu.Lock()
+				done++
+				progress(done, len(dirs))
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()

@@ -119,6 +119,10 @@ type Config struct {
 	// engine (tests use it to check invariants). It must not keep the
 	// engine pointer.
 	AfterStep func(now time.Duration, e *engine.Engine)
+	// Progress, when set, is called each time a timed request ends
+	// (completed, rejected or timed out) with the count so far and the
+	// simulated time since the timed phase began: a progress bar's feed.
+	Progress func(done int64, now time.Duration)
 }
 
 // Result is what the run measured besides the per-request metrics.
@@ -654,6 +658,14 @@ func (d *driver) recordTimed(r *engine.Request) {
 	}
 	d.lastT = max(d.lastT, d.rel(d.now))
 	d.rec.Finish(m)
+	d.progress()
+}
+
+// progress feeds Config.Progress after a timed request ended.
+func (d *driver) progress() {
+	if d.cfg.Progress != nil {
+		d.cfg.Progress(d.res.Completed+d.res.Rejected+d.res.TimedOut, d.rel(d.now))
+	}
 }
 
 // nextControl is the earliest client deadline: the benchmark window's end,
@@ -752,6 +764,7 @@ func (d *driver) expire(slot int32) {
 	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(d.now)
 	d.lastT = max(d.lastT, d.rel(d.now))
 	d.rec.Finish(m)
+	d.progress()
 	d.sessionDone(r, 0)
 	r.Tag = tagAborted
 	if eng.Abort(r) {

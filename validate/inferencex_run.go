@@ -31,6 +31,9 @@ type Options struct {
 	// Jobs is the number of rows simulated at once (0 = GOMAXPROCS). The
 	// report does not depend on it.
 	Jobs int
+	// Progress, when set, is called after each simulated row with the rows
+	// done and the rows to simulate, one call at a time.
+	Progress func(done, total int) `json:"-"`
 }
 
 // Prediction is what BLIS predicts for one row, in milliseconds.
@@ -121,12 +124,20 @@ func ValidateInferenceX(file string, rows []InferenceXRow, opts Options) (*Repor
 	jobs = min(jobs, max(1, len(plans)))
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for w := 0; w < jobs; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
 				preds[i], errs[i] = simulate(plans[i])
+				if opts.Progress != nil {
+					mu.Lock()
+					done++
+					opts.Progress(done, len(plans))
+					mu.Unlock()
+				}
 			}
 		}()
 	}

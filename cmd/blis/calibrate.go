@@ -10,11 +10,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"blis/calibrate"
+	"blis/internal/progress"
 )
 
 // newCalibrateCmd is `blis calibrate`: fitting the kernel's operator laws
 // to measured data.
-func newCalibrateCmd(stdout io.Writer) *cobra.Command {
+func newCalibrateCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := &cobra.Command{Use: "calibrate", Short: "Fit the kernel's operator laws to measured data"}
 	var dataDir, outDir string
 	var write bool
@@ -33,7 +34,9 @@ the same tables give byte-identical files.`,
 			if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
 				return &usageError{fmt.Errorf("--data %s: not a folder of per-chip tables (want data/ops)", dataDir)}
 			}
-			rep, err := calibrate.Fit(dataDir)
+			bar := progress.New(stderr, "blis calibrate", "chips", 0, quiet(cmd))
+			rep, err := calibrate.FitProgress(dataDir, func(done, total int) { bar.Update(int64(done), 0) })
+			bar.Done()
 			if err != nil {
 				return err
 			}

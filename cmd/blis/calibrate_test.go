@@ -16,7 +16,7 @@ import (
 func runCalibrate(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := newCalibrateCmd(&out)
+	cmd := newCalibrateCmd(&out, &errb)
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetArgs(args)

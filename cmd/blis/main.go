@@ -84,8 +84,15 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout), newVersionCmd(stdout))
+	root.PersistentFlags().BoolP("quiet", "q", false, "no progress bar (it is drawn on stderr only when stderr is a terminal)")
+	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
+}
+
+// quiet reports whether --quiet was given to cmd or a parent.
+func quiet(cmd *cobra.Command) bool {
+	q, _ := cmd.Flags().GetBool("quiet")
+	return q
 }
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {

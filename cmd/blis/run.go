@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"blis/cluster"
+	"blis/internal/progress"
 	"blis/kernel"
 	"blis/metrics"
 	"blis/scenario"
@@ -64,7 +65,7 @@ override the scenario file's keys, which use the same names.`,
 			if err := s.ApplyYAML(file, data, skip); err != nil {
 				return err
 			}
-			return runScenario(s, dryRun, stdout, stderr)
+			return runScenario(s, dryRun, quiet(cmd), stdout, stderr)
 		},
 	}
 	cmd.Flags().SortFlags = false // keep the settings table's order: serve, bench, trace, client, output
@@ -73,7 +74,7 @@ override the scenario file's keys, which use the same names.`,
 	return cmd
 }
 
-func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) error {
+func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writer) error {
 	res, err := s.Resolve()
 	if err != nil {
 		return err
@@ -101,7 +102,13 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	if err != nil {
 		return &scenario.InputError{Msg: err.Error()}
 	}
-	out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
+	cfg := res.ClientConfig()
+	bar := progress.New(stderr, "blis run", "requests", int64(s.NumPrompts), quiet)
+	if bar != nil {
+		cfg.Progress = bar.Update
+	}
+	out, err := cluster.Run(cfg, res.Source, rec)
+	bar.Done()
 	if err != nil {
 		return err
 	}

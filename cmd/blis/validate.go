@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"blis/internal/progress"
 	"blis/scenario"
 	"blis/validate"
 )
@@ -51,7 +52,7 @@ The output does not depend on --jobs.`,
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			switch opts.Backend {
 			case "vllm", "sglang", "trtllm", "all":
 			default:
@@ -76,7 +77,10 @@ The output does not depend on --jobs.`,
 				return err
 			}
 			start := time.Now()
+			bar := progress.New(stderr, "blis validate", "rows", 0, quiet(cmd))
+			opts.Progress = func(done, total int) { bar.Update(int64(done), 0) }
 			rep, err := validate.ValidateInferenceX(file, rows, opts)
+			bar.Done()
 			if err != nil {
 				return err
 			}
