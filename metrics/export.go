@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"blis/metrics/internal/pytext"
 )
 
 // Exports: faithful writers of other benchmark clients' result files, so
@@ -181,25 +183,6 @@ func isoUTC(ns int64) string {
 	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05Z")
 }
 
-// pyISO is Python's naive datetime.isoformat() of a UTC Unix time in
-// nanoseconds: microseconds (rounded half to even, as fromtimestamp does)
-// shown only when non-zero.
-func pyISO(ns int64) string {
-	us := ns / 1000
-	rem := ns % 1000
-	if rem < 0 {
-		us, rem = us-1, rem+1000
-	}
-	if rem > 500 || (rem == 500 && us%2 != 0) {
-		us++
-	}
-	t := time.UnixMicro(us).UTC()
-	if t.Nanosecond() == 0 {
-		return t.Format("2006-01-02T15:04:05")
-	}
-	return t.Format("2006-01-02T15:04:05.000000")
-}
-
 // Export writes r in each of formats into dir (created if needed) and
 // returns the paths written, in ExportFormats order. Formats are named as
 // ExportFormats lists them; repeats are ignored. The aiperf records carry
@@ -287,6 +270,6 @@ func msToDuration(ms float64) time.Duration { return time.Duration(math.Round(ms
 func sToDuration(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 // pyISODuration is llm-d's "PT{seconds}S" with seconds as Python's repr.
-func pyISODuration(s float64) string { return "PT" + pyFloat(s) + "S" }
+func pyISODuration(s float64) string { return "PT" + pytext.Float(s) + "S" }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }

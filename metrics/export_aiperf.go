@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"blis/metrics/internal/numpy"
+	"blis/metrics/internal/pytext"
 )
 
 // aiperf's exports, mirrored from ai-dynamo/aiperf main (2026; JSON export
@@ -81,9 +84,9 @@ func aiperfDist(tag, header, unit string, values []float64, factor float64) aipe
 		return v * factor
 	}
 	m.Min, m.Max = conv(s[0]), conv(s[len(s)-1])
-	m.Avg, m.Sum, m.Std = conv(npMean(values)), conv(sum), conv(npStd(values))
+	m.Avg, m.Sum, m.Std = conv(numpy.Mean(values)), conv(sum), conv(numpy.Std(values))
 	for i, p := range aiperfPercentiles {
-		m.P[i] = conv(npPercentileSorted(s, p))
+		m.P[i] = conv(numpy.PercentileSorted(s, p))
 	}
 	return m
 }
@@ -213,7 +216,7 @@ func aiperfMetrics(r *Result, run *RunInfo) []aiperfMetric {
 		s := slices.Clone(e2eRatio)
 		slices.Sort(s)
 		for _, p := range []float64{75, 90} {
-			if rp := npPercentileSorted(s, p); rp > 0 && !math.IsInf(1/rp, 0) {
+			if rp := numpy.PercentileSorted(s, p); rp > 0 && !math.IsInf(1/rp, 0) {
 				tag := "e2e_normalized_interactivity_p" + percentileWord(p)
 				add(aiperfScalar(tag, "E2E Normalized Interactivity p"+percentileWord(p), "tokens/sec/user", 1/rp))
 			}
@@ -351,7 +354,7 @@ func encodeAIPerf(r *Result, run *RunInfo) (jsonl, agg, csvOut []byte, err error
 	}
 	doc.set("error_summary", summary)
 	if s, e, ok := requestSpan(r, run); ok {
-		doc.set("start_time", pyISO(s)).set("end_time", pyISO(e))
+		doc.set("start_time", pytext.ISOFormat(s)).set("end_time", pytext.ISOFormat(e))
 	}
 	for i := range ms {
 		if !slices.Contains(aiperfJSONOrder, ms[i].Tag) {
@@ -432,7 +435,7 @@ func encodeAIPerfCSV(ms []aiperfMetric) []byte {
 			row := []string{aiperfCSVName(m)}
 			for _, s := range aiperfCSVStats {
 				v, _ := m.stat(s)
-				row = append(row, pyFixed2(v))
+				row = append(row, pytext.Fixed2(v))
 			}
 			_ = w.Write(row)
 		}
@@ -444,7 +447,7 @@ func encodeAIPerfCSV(ms []aiperfMetric) []byte {
 	if len(sys) > 0 {
 		_ = w.Write([]string{"Metric", "Value"})
 		for _, m := range sys {
-			_ = w.Write([]string{aiperfCSVName(m), pyFixed2(m.Avg)})
+			_ = w.Write([]string{aiperfCSVName(m), pytext.Fixed2(m.Avg)})
 		}
 	}
 	w.Flush()

@@ -3,6 +3,8 @@ package metrics
 import (
 	"math"
 	"slices"
+
+	"blis/metrics/internal/numpy"
 )
 
 // GuideLLM's statistics, step for step, so the same request timings give
@@ -11,7 +13,7 @@ import (
 // concurrency_distribution_from_timings and
 // _merge_sorted_times_with_weights of vllm-project/guidellm
 // src/guidellm/schemas/base/statistics.py (the 0.8-era layout of report
-// version 2). numpy's sums are pairwise (npSum), cumsum and np.add.at are
+// version 2). numpy's sums are pairwise (numpy.Sum), cumsum and np.add.at are
 // sequential, round() is half-to-even. Two departures: ties are sorted
 // stably (numpy's argsort is not), which can change a sum of weights in
 // its last bit; and the threshold merge stops when a pass merges nothing
@@ -59,7 +61,7 @@ func glFromPDF(values, probs []float64, count int) glDist {
 	for i := range values {
 		prod[i] = values[i] * probs[i]
 	}
-	d.Mean = npSum(prod)
+	d.Mean = numpy.Sum(prod)
 	best := 0
 	for i := range probs {
 		if probs[i] > probs[best] {
@@ -71,7 +73,7 @@ func glFromPDF(values, probs []float64, count int) glDist {
 		x := values[i] - d.Mean
 		prod[i] = x * x * probs[i]
 	}
-	d.Variance = npSum(prod)
+	d.Variance = numpy.Sum(prod)
 	d.StdDev = math.Sqrt(d.Variance)
 	d.Min, d.Max = values[0], values[n-1]
 	d.TotalSum = d.Mean * float64(count)
@@ -95,7 +97,7 @@ func glFromValues(items []wv, count int) glDist {
 		for i, it := range items {
 			w[i] = it.w
 		}
-		count = pyRound(npSum(w))
+		count = pyRound(numpy.Sum(w))
 	}
 	s := slices.Clone(items)
 	sortByTime(s)
@@ -114,12 +116,12 @@ func glFromValues(items []wv, count int) glDist {
 			fv, fw = append(fv, vals[i]), append(fw, wts[i])
 		}
 	}
-	total := npSum(fw)
+	total := numpy.Sum(fw)
 	if total <= 1e-6 {
 		for i := range fw {
 			fw[i] = 1
 		}
-		total = npSum(fw)
+		total = numpy.Sum(fw)
 	}
 	probs := make([]float64, len(fw))
 	for i := range fw {
@@ -265,7 +267,7 @@ func glRate(events []wv, start, end *float64) glDist {
 		occ[i] = wt[i].w
 		items[i] = wv{wt[i].w / dur[i], dur[i]}
 	}
-	return glFromValues(items, pyRound(npSum(occ)))
+	return glFromValues(items, pyRound(numpy.Sum(occ)))
 }
 
 // glInterval is a (start, end, weight) interval.
@@ -306,7 +308,7 @@ func glConcurrency(intervals []glInterval, start, end *float64) glDist {
 			for i := range w {
 				w[i] = ev[i].w
 			}
-			prior = npSum(w)
+			prior = numpy.Sum(w)
 		}
 		ev = append([]wv{{*start, prior}}, ev[si:]...)
 	}

@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"blis/metrics/internal/numpy"
+	"blis/metrics/internal/pytext"
 )
 
 // inference-perf's lifecycle-metrics reports, mirrored from
@@ -126,7 +129,7 @@ func ipRequests(r *Result, run *RunInfo) []*ipReq {
 			set("ignore_eos", true).set("stream", true).
 			set("stream_options", newObj().set("include_usage", true))
 		var b bytes.Buffer
-		encodeJSON(&b, body, jStyle{float: pyFloat, ascii: true})
+		encodeJSON(&b, body, jStyle{float: pytext.Float, ascii: true})
 		q.request = b.String()
 		if !p.Success {
 			q.errType, q.errMsg = ipErrorType(p.Error), p.Error
@@ -166,9 +169,9 @@ func ipSummarize(items []float64) *jObj {
 	}
 	s := slices.Clone(items)
 	slices.Sort(s)
-	o := newObj().set("mean", npMean(items)).set("min", s[0]).set("max", s[len(s)-1])
+	o := newObj().set("mean", numpy.Mean(items)).set("min", s[0]).set("max", s[len(s)-1])
 	for _, p := range ipPercentiles {
-		o.set(ipPctKey(p), npPercentileSorted(s, p))
+		o.set(ipPctKey(p), numpy.PercentileSorted(s, p))
 	}
 	return o
 }

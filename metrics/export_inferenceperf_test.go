@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"blis/metrics/internal/numpy"
 )
 
 func TestExportRoundTripInferencePerf(t *testing.T) {
@@ -81,8 +83,8 @@ func TestExportRoundTripInferencePerf(t *testing.T) {
 	for name, xs := range map[string][]float64{"time_to_first_token": ttft, "request_latency": lat,
 		"inter_token_latency": itl, "time_per_output_token": tpot} {
 		slices.Sort(xs)
-		for stat, want := range map[string]float64{"mean": npMean(xs), "median": npPercentileSorted(xs, 50),
-			"p99.9": npPercentileSorted(xs, 99.9), "min": xs[0], "max": xs[len(xs)-1]} {
+		for stat, want := range map[string]float64{"mean": numpy.Mean(xs), "median": numpy.PercentileSorted(xs, 50),
+			"p99.9": numpy.PercentileSorted(xs, 99.9), "min": xs[0], "max": xs[len(xs)-1]} {
 			for _, rep := range []string{"summary", "stage_0"} {
 				x := metric(rep + ".successes.latency." + name + "." + stat)
 				if math.Abs(x.Value-want) > 1e-12 {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"blis/metrics/internal/numpy"
 )
 
 // InferenceX's per-point fields, mirrored from SemiAnalysisAI/InferenceX
@@ -81,7 +83,7 @@ func InferenceX(r *Result, gpus int) InferenceXPoint {
 		slices.Sort(pcts)
 		pcts = slices.Compact(pcts)
 		for _, q := range pcts {
-			if rp := npPercentileSorted(ratio, q); rp > 0 && !math.IsInf(1/rp, 0) {
+			if rp := numpy.PercentileSorted(ratio, q); rp > 0 && !math.IsInf(1/rp, 0) {
 				p.E2EInteractivity = append(p.E2EInteractivity, InferenceXStat{"p" + percentileWord(q) + "_e2e_intvty", 1 / rp})
 			}
 		}

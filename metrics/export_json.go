@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"blis/metrics/internal/pytext"
 )
 
 // Ordered JSON for the exporters: a tiny document model whose objects keep
@@ -51,8 +53,8 @@ type jStyle struct {
 
 var (
 	// Python's json.dump(obj, f, indent=n): floats as repr, ASCII only.
-	pyJSONIndent1 = jStyle{indent: " ", float: pyFloat, ascii: true}
-	pyJSONIndent2 = jStyle{indent: "  ", float: pyFloat, ascii: true}
+	pyJSONIndent1 = jStyle{indent: " ", float: pytext.Float, ascii: true}
+	pyJSONIndent2 = jStyle{indent: "  ", float: pytext.Float, ascii: true}
 	// orjson.dumps(obj) and orjson.dumps(obj, option=OPT_INDENT_2).
 	orjsonCompact = jStyle{compact: true, float: orjsonFloat}
 	orjsonIndent2 = jStyle{indent: "  ", float: orjsonFloat}
@@ -141,7 +143,7 @@ func encodeJSONAt(b *bytes.Buffer, v any, st jStyle, depth int) {
 // writeUTF8String writes s as orjson does: UTF-8 kept, only '"', '\\' and
 // control characters escaped (short escapes where JSON has them). Invalid
 // UTF-8 becomes U+FFFD.
-func writeUTF8String(b *bytes.Buffer, s string) { writeJSONString(b, s, false) }
+func writeUTF8String(b *bytes.Buffer, s string) { pytext.WriteJSONString(b, s, false) }
 
 // orjsonFloat is how orjson (ryu's format64) writes a finite float: the
 // shortest digits that round-trip; positional when the decimal point falls

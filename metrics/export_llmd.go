@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"blis/metrics/internal/pytext"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -145,7 +146,7 @@ func pyYAMLFloat(x float64) string {
 	case math.IsInf(x, -1):
 		return "-.inf"
 	}
-	s := pyFloat(x)
+	s := pytext.Float(x)
 	if !strings.Contains(s, ".") && strings.Contains(s, "e") {
 		s = strings.Replace(s, "e", ".0e", 1)
 	}

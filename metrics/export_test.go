@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"blis/metrics/internal/pytext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
@@ -405,8 +406,8 @@ func TestExportRoundTripAIPerf(t *testing.T) {
 				continue
 			}
 			got, found := byName["csv:"+aiperfCSVName(am)+"."+s]
-			if !found || pyFixed2(got.Value) != pyFixed2(v) {
-				t.Errorf("csv %s %s = %v (%v), want %s", am.Tag, s, got.Value, found, pyFixed2(v))
+			if !found || pytext.Fixed2(got.Value) != pytext.Fixed2(v) {
+				t.Errorf("csv %s %s = %v (%v), want %s", am.Tag, s, got.Value, found, pytext.Fixed2(v))
 			}
 			n++
 		}

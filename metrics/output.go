@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"blis/metrics/internal/pytext"
 )
 
 // metricInfo is how vLLM bench's process_one_metric names a metric: key
@@ -65,7 +67,7 @@ func percentileWord(p float64) string {
 	if p == math.Trunc(p) && math.Abs(p) < 1e15 {
 		return strconv.FormatInt(int64(p), 10)
 	}
-	return pyFloat(p)
+	return pytext.Float(p)
 }
 
 // WriteTable prints vLLM bench's result table (benchmark() in
@@ -79,7 +81,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "%-40s %-10d\n", label, v)
 	}
 	fRow := func(label string, v float64) {
-		fmt.Fprintf(&b, "%-40s %-10s\n", label, pyFixed2(v))
+		fmt.Fprintf(&b, "%-40s %-10s\n", label, pytext.Fixed2(v))
 	}
 	b.WriteString(center(" Serving Benchmark Result ", '=') + "\n")
 	intRow("Successful requests:", int64(r.Completed))
@@ -122,19 +124,6 @@ func center(s string, c byte) string {
 		return s
 	}
 	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
-}
-
-// pyFixed2 is Python's format(v, ".2f"), including nan and inf.
-func pyFixed2(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // WriteJSON writes the result as vLLM bench's result file: one line of
@@ -344,79 +333,11 @@ func writePyFloat(b *bytes.Buffer, x float64) {
 		b.WriteString("null")
 		return
 	}
-	b.WriteString(pyFloat(x))
+	b.WriteString(pytext.Float(x))
 }
 
-// pyFloat is Python's repr of a finite float: the shortest digits that
-// round-trip, positional when the decimal exponent is in [-4, 16), else
-// scientific with a signed two-digit exponent ("1e-05", "1.5e+16").
-func pyFloat(x float64) string {
-	e := strconv.FormatFloat(x, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.LastIndexByte(e, 'e')+1:])
-	if decpt := exp + 1; decpt <= -4 || decpt > 16 {
-		return e
-	}
-	f := strconv.FormatFloat(x, 'f', -1, 64)
-	if !strings.ContainsRune(f, '.') {
-		f += ".0"
-	}
-	return f
-}
-
-// writePyString writes s as Python's json.dumps does with ensure_ascii:
-// short escapes for " \ \b \f \n \r \t, \uXXXX (lowercase, surrogate pairs
-// above U+FFFF) for everything outside ' '..'~'. Invalid UTF-8 becomes
-// U+FFFD.
-func writePyString(b *bytes.Buffer, s string) { writeJSONString(b, s, true) }
-
-// writeJSONString writes s as a JSON string with the short escapes for
-// " \ \b \f \n \r \t and \u00XX for other control characters; with ascii
-// every rune outside ' '..'~' is \uXXXX-escaped (surrogate pairs above
-// U+FFFF), as Python's ensure_ascii does, otherwise it is written as UTF-8,
-// as orjson does. Invalid UTF-8 becomes U+FFFD either way.
-func writeJSONString(b *bytes.Buffer, s string, ascii bool) {
-	const hex = "0123456789abcdef"
-	u4 := func(r rune) {
-		b.WriteString(`\u`)
-		b.WriteByte(hex[r>>12&0xf])
-		b.WriteByte(hex[r>>8&0xf])
-		b.WriteByte(hex[r>>4&0xf])
-		b.WriteByte(hex[r&0xf])
-	}
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			switch {
-			case r >= ' ' && r <= '~':
-				b.WriteByte(byte(r))
-			case r < ' ' || (ascii && r < 0x10000):
-				u4(r)
-			case ascii:
-				r -= 0x10000
-				u4(0xd800 | (r>>10)&0x3ff)
-				u4(0xdc00 | r&0x3ff)
-			default:
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-}
+// writePyString writes s as Python's json.dumps does with ensure_ascii.
+func writePyString(b *bytes.Buffer, s string) { pytext.WriteJSONString(b, s, true) }
 
 // pyMarshal encodes v with encoding/json (so struct tags, map key order and
 // Marshalers apply), then respaces it and re-escapes its strings in

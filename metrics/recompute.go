@@ -10,7 +10,7 @@ import (
 
 // Recomputing a measured run's published aggregates from its own
 // per-request records, with the publishing tool's formulas: the same code
-// the exporters write those aggregates with (aiperfMetrics, valueStats,
+// the exporters write those aggregates with (aiperfMetrics, ValueStats,
 // glMetrics), so there is one copy of each tool's formulas. A run whose
 // recomputed aggregates match the published ones has records that are the
 // population the published numbers describe; only then may its requests
@@ -256,7 +256,7 @@ func recomputeVLLM(run *MeasuredRun) []Recomputed {
 			}
 			pcts = []float64{p}
 		}
-		mean, median, _, pct := valueStats(lists[k[3]], pcts)
+		mean, median, _, pct := ValueStats(lists[k[3]], pcts)
 		v := mean
 		switch {
 		case k[1] == "median":

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"blis/metrics/internal/numpy"
 )
 
 // What vLLM bench computes, mirrored from vllm/benchmarks/serve.py
@@ -269,11 +271,11 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 	}
 
 	p := r.percentiles
-	res.TTFT = msStat(valueStats(ttfts, p))
-	res.TPOT = msStat(valueStats(tpots, p))
-	res.E2EL = msStat(valueStats(e2els, p))
-	res.ClientQueueTime = msStat(valueStats(queues, p))
-	res.E2ELIncludingClientQueue = msStat(valueStats(e2elsQueue, p))
+	res.TTFT = msStat(ValueStats(ttfts, p))
+	res.TPOT = msStat(ValueStats(tpots, p))
+	res.E2EL = msStat(ValueStats(e2els, p))
+	res.ClientQueueTime = msStat(ValueStats(queues, p))
+	res.E2ELIncludingClientQueue = msStat(ValueStats(e2elsQueue, p))
 	res.ITL = r.itlStat()
 	return res
 }
@@ -294,7 +296,26 @@ func (r *Recorder) itlStat() Stat {
 	return st
 }
 
-// msStat converts valueStats' seconds to a Stat in milliseconds, as vLLM
+// ValueStats is what vLLM bench reports for one metric, in the metric's
+// base unit (seconds): mean, median, std and the selected percentiles. An
+// empty list gives zeros, as vLLM's `np.mean(values or 0)` does.
+func ValueStats(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
+	pct = make([]float64, len(percentiles))
+	if len(values) == 0 {
+		return 0, 0, 0, pct
+	}
+	mean = numpy.Mean(values)
+	std = numpy.Std(values)
+	s := slices.Clone(values)
+	slices.Sort(s)
+	median = numpy.MedianSorted(s)
+	for i, p := range percentiles {
+		pct[i] = numpy.PercentileSorted(s, p)
+	}
+	return mean, median, std, pct
+}
+
+// msStat converts ValueStats' seconds to a Stat in milliseconds, as vLLM
 // does (`np.mean(ttfts or 0) * 1000`).
 func msStat(mean, median, std float64, pct []float64) Stat {
 	st := Stat{Mean: finite(mean) * 1000, Median: finite(median) * 1000, Std: finite(std) * 1000,

@@ -1,4 +1,4 @@
-package metrics
+package numpy
 
 import (
 	"math"
@@ -38,31 +38,27 @@ func TestNumpyStats(t *testing.T) {
 					t.Errorf("%s = %v, want %v", what, got, want)
 				}
 			}
-			check("percentile", npPercentileSorted(s, tc.p), tc.pct)
-			check("median", npMedianSorted(s), tc.median)
-			check("mean", npMean(tc.data), tc.mean)
-			check("std", npStd(tc.data), tc.std)
+			check("percentile", PercentileSorted(s, tc.p), tc.pct)
+			check("median", MedianSorted(s), tc.median)
+			check("mean", Mean(tc.data), tc.mean)
+			check("std", Std(tc.data), tc.std)
 		})
 	}
 }
 
 func TestNumpyEdges(t *testing.T) {
-	if !math.IsNaN(npPercentileSorted(nil, 50)) || !math.IsNaN(npMedianSorted(nil)) ||
-		!math.IsNaN(npStd(nil)) || !math.IsNaN(npPercentileSorted([]float64{1}, 101)) {
+	if !math.IsNaN(PercentileSorted(nil, 50)) || !math.IsNaN(MedianSorted(nil)) ||
+		!math.IsNaN(Std(nil)) || !math.IsNaN(PercentileSorted([]float64{1}, 101)) {
 		t.Error("empty input or p outside [0, 100] should give NaN")
-	}
-	mean, median, std, pct := valueStats(nil, []float64{50, 99})
-	if mean != 0 || median != 0 || std != 0 || pct[0] != 0 || pct[1] != 0 {
-		t.Error("valueStats of nothing should be zeros, as vLLM's `values or 0`")
 	}
 	// _lerp computes from b when t ≥ 0.5; the two forms differ in rounding
 	// (variables, so Go does not fold the constants exactly).
 	a, b, half, quarter := 0.1, 0.7, 0.5, 0.25
-	if got, want := npLerp(a, b, half), b-(b-a)*(1-half); got != want {
-		t.Errorf("npLerp upper form: %v, want %v", got, want)
+	if got, want := Lerp(a, b, half), b-(b-a)*(1-half); got != want {
+		t.Errorf("Lerp upper form: %v, want %v", got, want)
 	}
-	if got, want := npLerp(a, b, quarter), a+(b-a)*quarter; got != want {
-		t.Errorf("npLerp lower form: %v, want %v", got, want)
+	if got, want := Lerp(a, b, quarter), a+(b-a)*quarter; got != want {
+		t.Errorf("Lerp lower form: %v, want %v", got, want)
 	}
 }
 
@@ -74,7 +70,7 @@ func TestPairwiseSum(t *testing.T) {
 		for i := range a {
 			a[i] = float64(i + 1)
 		}
-		if got, want := npSum(a), float64(n*(n+1)/2); got != want {
+		if got, want := Sum(a), float64(n*(n+1)/2); got != want {
 			t.Errorf("n=%d: sum %v, want %v", n, got, want)
 		}
 	}
@@ -85,7 +81,7 @@ func TestPairwiseSum(t *testing.T) {
 	for i := 1; i < 16; i++ {
 		a[i] = 1
 	}
-	if got, want := npSum(a), 1e16+14; got != want {
+	if got, want := Sum(a), 1e16+14; got != want {
 		t.Errorf("pairwise order: got %v, want %v", got, want)
 	}
 }
