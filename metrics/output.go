@@ -24,10 +24,10 @@ var metricInfo = map[string][2]string{
 	MetricE2ELIncludingClientQueue: {"E2EL incl. Client Queue", "Queue-inclusive End-to-end Latency"},
 }
 
-// shownMetrics is the metrics that get a section, in vLLM's order: those
+// ShownMetrics is the metrics that get a section, in vLLM's order: those
 // selected, the client-queue ones only with a concurrency cap, the
 // queue-inclusive E2EL only with a finite request rate too.
-func (r *Result) shownMetrics() []string {
+func (r *Result) ShownMetrics() []string {
 	var out []string
 	for _, m := range r.Metrics {
 		switch m {
@@ -45,7 +45,8 @@ func (r *Result) shownMetrics() []string {
 	return out
 }
 
-func (r *Result) stat(m string) *Stat {
+// Stat is the statistics of metric m, one of the Metric* names.
+func (r *Result) Stat(m string) *Stat {
 	switch m {
 	case MetricTTFT:
 		return &r.TTFT
@@ -62,8 +63,8 @@ func (r *Result) stat(m string) *Stat {
 	}
 }
 
-// percentileWord is vLLM's p_word: "99" for 99.0, "99.9" for 99.9.
-func percentileWord(p float64) string {
+// PercentileWord is vLLM's p_word: "99" for 99.0, "99.9" for 99.9.
+func PercentileWord(p float64) string {
 	if p == math.Trunc(p) && math.Abs(p) < 1e15 {
 		return strconv.FormatInt(int64(p), 10)
 	}
@@ -103,13 +104,13 @@ func WriteTable(w io.Writer, r *Result) error {
 	fRow("Peak output token throughput (tok/s):", r.MaxOutputTokensPerS)
 	fRow("Peak concurrent requests:", float64(r.MaxConcurrentRequests))
 	fRow("Total token throughput (tok/s):", r.TotalTokenThroughput)
-	for _, m := range r.shownMetrics() {
-		info, st := metricInfo[m], r.stat(m)
+	for _, m := range r.ShownMetrics() {
+		info, st := metricInfo[m], r.Stat(m)
 		b.WriteString(center(info[1], '-') + "\n")
 		fRow("Mean "+info[0]+" (ms):", st.Mean)
 		fRow("Median "+info[0]+" (ms):", st.Median)
 		for i, p := range r.Percentiles {
-			fRow("P"+percentileWord(p)+" "+info[0]+" (ms):", st.Percentiles[i])
+			fRow("P"+PercentileWord(p)+" "+info[0]+" (ms):", st.Percentiles[i])
 		}
 	}
 	b.WriteString(strings.Repeat("=", 50) + "\n")
@@ -188,8 +189,8 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 		errs := make([]string, n)
 		for i, q := range r.Requests {
 			in[i], out[i] = int64(q.InputTokens), int64(q.OutputTokens)
-			ttfts[i], lat[i] = seconds(q.TTFT), seconds(q.Latency)
-			start[i], queue[i] = seconds(q.Start), seconds(q.QueueTime)
+			ttfts[i], lat[i] = Seconds(q.TTFT), Seconds(q.Latency)
+			start[i], queue[i] = Seconds(q.Start), Seconds(q.QueueTime)
 			itls[i] = durationsToSeconds(q.ITLs)
 			errs[i] = q.Error
 		}
@@ -204,13 +205,13 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 	}
 	o.set("max_output_tokens_per_s", r.MaxOutputTokensPerS)
 	o.set("max_concurrent_requests", int64(r.MaxConcurrentRequests))
-	for _, m := range r.shownMetrics() {
-		st := r.stat(m)
+	for _, m := range r.ShownMetrics() {
+		st := r.Stat(m)
 		o.set("mean_"+m+"_ms", st.Mean)
 		o.set("median_"+m+"_ms", st.Median)
 		o.set("std_"+m+"_ms", st.Std)
 		for i, p := range r.Percentiles {
-			o.set("p"+percentileWord(p)+"_"+m+"_ms", st.Percentiles[i])
+			o.set("p"+PercentileWord(p)+"_"+m+"_ms", st.Percentiles[i])
 		}
 	}
 	// BLIS.
@@ -243,7 +244,7 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 func durationsToSeconds(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
-		out[i] = seconds(d)
+		out[i] = Seconds(d)
 	}
 	return out
 }

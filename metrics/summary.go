@@ -15,8 +15,8 @@ import (
 // calculate_metrics(), benchmark() and main_async(), with the request
 // functions of vllm/benchmarks/lib/endpoint_request_func.py.
 
-// errNoChunk is vLLM bench's error for a stream that never carried a token.
-const errNoChunk = "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"
+// NoChunkError is vLLM bench's error for a stream that never carried a token.
+const NoChunkError = "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"
 
 // KV is one --metadata KEY=VALUE pair.
 type KV struct{ Key, Value string }
@@ -138,7 +138,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		Backend: in.Backend, Label: in.Label, ModelID: in.ModelID, TokenizerID: in.TokenizerID,
 		NumPrompts: in.NumPrompts, Metadata: slices.Clone(in.Metadata),
 		RequestRate: in.RequestRate, Burstiness: in.Burstiness, MaxConcurrency: in.MaxConcurrency,
-		DurationS:   seconds(in.Duration),
+		DurationS:   Seconds(in.Duration),
 		Percentiles: slices.Clone(r.percentiles),
 		Metrics:     slices.Clone(r.metrics),
 
@@ -180,7 +180,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 				rr.Error = "rejected"
 			}
 		case rec.OutputTokens <= 0:
-			rr.Error = errNoChunk
+			rr.Error = NoChunkError
 		default:
 			rr.Success = true
 			rr.OutputTokens = rec.OutputTokens
@@ -196,7 +196,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		res.Completed++
 		res.TotalInputTokens += int64(rr.InputTokens)
 		res.TotalOutputTokens += int64(rr.OutputTokens)
-		ttft, lat := seconds(rr.TTFT), seconds(rr.Latency)
+		ttft, lat := Seconds(rr.TTFT), Seconds(rr.Latency)
 		tpot := 0.0
 		if rr.OutputTokens > 1 {
 			tpot = (lat - ttft) / float64(rr.OutputTokens-1)
@@ -205,7 +205,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		allTPOTs = append(allTPOTs, tpot)
 		ttfts = append(ttfts, ttft)
 		e2els = append(e2els, lat)
-		q := seconds(rr.QueueTime)
+		q := Seconds(rr.QueueTime)
 		queues = append(queues, q)
 		e2elsQueue = append(e2elsQueue, lat+q)
 		spans = append(spans, span{rec.Sent, rec.Finish})

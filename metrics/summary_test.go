@@ -163,7 +163,7 @@ func TestTPOTExcludesSingleToken(t *testing.T) {
 		t.Errorf("TPOT of one-token requests should be empty (zeros), got %+v", res.TPOT)
 	}
 	near(t, "ttft", res.TTFT.Mean, 30)
-	if res.Requests[1].Error != errNoChunk {
+	if res.Requests[1].Error != NoChunkError {
 		t.Errorf("zero-token request error %q", res.Requests[1].Error)
 	}
 }
@@ -396,8 +396,8 @@ func TestMaxConcurrentHalfOpen(t *testing.T) {
 
 func TestPercentileWord(t *testing.T) {
 	for p, want := range map[float64]string{99: "99", 50: "50", 99.9: "99.9", 99.99: "99.99", 0.5: "0.5", 100: "100", 0: "0"} {
-		if got := percentileWord(p); got != want {
-			t.Errorf("percentileWord(%v) = %q, want %q", p, got, want)
+		if got := PercentileWord(p); got != want {
+			t.Errorf("PercentileWord(%v) = %q, want %q", p, got, want)
 		}
 	}
 }

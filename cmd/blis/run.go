@@ -16,6 +16,7 @@ import (
 	"blis/cluster"
 	"blis/kernel"
 	"blis/metrics"
+	"blis/metrics/format"
 	"blis/scenario"
 	"blis/workload"
 )
@@ -79,8 +80,8 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 		return err
 	}
 	for _, f := range strings.Split(s.Export, ",") {
-		if f = strings.TrimSpace(f); f != "" && !slices.Contains(metrics.ExportFormats(), f) {
-			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(metrics.ExportFormats(), ", ")}
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(format.Names(), f) {
+			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(format.Names(), ", ")}
 		}
 	}
 	printStartup(stderr, res)
@@ -409,7 +410,7 @@ func export(s scenario.Scenario, res *scenario.Resolved, out cluster.Result, sum
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	paths, err := metrics.Export(dir, formats, summary, info)
+	paths, err := format.Export(dir, formats, summary, info)
 	if err != nil {
 		return err
 	}
