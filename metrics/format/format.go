@@ -140,23 +140,28 @@ func Export(dir string, formats []string, r *metrics.Result, run metrics.RunInfo
 	return written, nil
 }
 
+// tool is what the registry knows of a format besides its writer.
+type tool struct {
+	read      func(path string) (*metrics.MeasuredRun, error)
+	recompute func(run *metrics.MeasuredRun) []metrics.Recomputed // nil: aggregates only
+	formula   string                                              // whose formulas recompute applies
+}
+
+var tools = map[string]tool{
+	VLLM:          {vllmbench.Read, vllmbench.Recompute, vllmbench.Formula},
+	AIPerf:        {aiperf.Read, aiperf.Recompute, aiperf.Formula},
+	GuideLLM:      {guidellm.Read, guidellm.Recompute, guidellm.Formula},
+	LLMD:          {read: llmd.Read},
+	InferenceX:    {read: inferencex.Read},
+	InferencePerf: {inferenceperf.Read, inferenceperf.Recompute, inferenceperf.Formula},
+}
+
 // Read reads a result file (for aiperf: the export directory; for
 // inference-perf: the report directory or one report file) of the given
 // format.
 func Read(format, path string) (*metrics.MeasuredRun, error) {
-	switch strings.ToLower(format) {
-	case VLLM:
-		return vllmbench.Read(path)
-	case AIPerf:
-		return aiperf.Read(path)
-	case GuideLLM:
-		return guidellm.Read(path)
-	case LLMD:
-		return llmd.Read(path)
-	case InferenceX:
-		return inferencex.Read(path)
-	case InferencePerf:
-		return inferenceperf.Read(path)
+	if t, ok := tools[strings.ToLower(format)]; ok {
+		return t.read(path)
 	}
 	return nil, fmt.Errorf("metrics: read format %q: allowed: %s", format, strings.Join(Names(), ", "))
 }
@@ -177,31 +182,12 @@ func Recompute(run *metrics.MeasuredRun) []metrics.Recomputed {
 	if run == nil || len(run.Requests) == 0 || len(run.Metrics) == 0 {
 		return nil
 	}
-	switch run.Format {
-	case AIPerf:
-		return aiperf.Recompute(run)
-	case VLLM:
-		return vllmbench.Recompute(run)
-	case GuideLLM:
-		return guidellm.Recompute(run)
-	case InferencePerf:
-		return inferenceperf.Recompute(run)
+	if t := tools[run.Format]; t.recompute != nil {
+		return t.recompute(run)
 	}
 	return nil
 }
 
 // RecomputeFormula says whose formulas Recompute applies to a run of the
 // format (for a validation page); "" for a format it does not recompute.
-func RecomputeFormula(format string) string {
-	switch format {
-	case AIPerf:
-		return aiperf.Formula
-	case VLLM:
-		return vllmbench.Formula
-	case GuideLLM:
-		return guidellm.Formula
-	case InferencePerf:
-		return inferenceperf.Formula
-	}
-	return ""
-}
+func RecomputeFormula(format string) string { return tools[format].formula }

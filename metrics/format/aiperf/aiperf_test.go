@@ -24,11 +24,7 @@ func exportTo(t *testing.T) (string, *metrics.Result, metrics.RunInfo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	formattest.WriteFile(t, dir, RecordsFile, records)
-	formattest.WriteFile(t, dir, JSONFile, agg)
-	formattest.WriteFile(t, dir, CSVFile, csv)
-	return dir, res, run
+	return formattest.Dir(t, map[string][]byte{RecordsFile: records, JSONFile: agg, CSVFile: csv}), res, run
 }
 
 // aiperfWant flattens aiperfMetrics as the JSON reader names them.
@@ -238,30 +234,29 @@ func TestReadWarmups(t *testing.T) {
 // they want.
 func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 	dir, _, _ := exportTo(t)
-	for _, c := range []struct {
-		what, path string
-		parse      func(file string, data []byte) error
-		want       []string
-	}{
-		{"start not an integer", formattest.Mutate(t, dir, RecordsFile, `"request_start_ns":`, `"request_start_ns":"x","y":`, 2), parseRecordsErr,
-			[]string{RecordsFile + ":1:", "$.metadata.request_start_ns", "want an integer, got a string"}},
-		{"bad unit", formattest.Mutate(t, dir, RecordsFile, `"unit":"ms"`, `"unit":"fortnights"`, 1), parseRecordsErr,
-			[]string{RecordsFile + ":1:", "$.metrics.time_to_first_token.unit", "fortnights"}},
-		{"syntax", formattest.Mutate(t, dir, RecordsFile, "}\n{", "}\n{{", 1), parseRecordsErr,
-			[]string{RecordsFile + ":2:", "invalid JSON"}},
-		{"json stat", formattest.Mutate(t, dir, JSONFile, `"p50": `, `"p50": "median", "x": `, 1), parseJSONErr,
-			[]string{JSONFile + ":", ".p50", "want a number, got a string"}},
-		{"csv number", formattest.Mutate(t, dir, CSVFile, ",", ",abc,", 3), parseCSVErr,
-			[]string{CSVFile + ":2:", "want"}},
-	} {
-		data, err := os.ReadFile(c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		formattest.ErrorNames(t, c.what, c.parse(c.path, data), c.want...)
-	}
+	formattest.ReadErrors(t, readWith(parseRecords),
+		formattest.BadFile{What: "start not an integer", Path: formattest.Mutate(t, dir, RecordsFile, `"request_start_ns":`, `"request_start_ns":"x","y":`, 2),
+			Want: []string{RecordsFile + ":1:", "$.metadata.request_start_ns", "want an integer, got a string"}},
+		formattest.BadFile{What: "bad unit", Path: formattest.Mutate(t, dir, RecordsFile, `"unit":"ms"`, `"unit":"fortnights"`, 1),
+			Want: []string{RecordsFile + ":1:", "$.metrics.time_to_first_token.unit", "fortnights"}},
+		formattest.BadFile{What: "syntax", Path: formattest.Mutate(t, dir, RecordsFile, "}\n{", "}\n{{", 1),
+			Want: []string{RecordsFile + ":2:", "invalid JSON"}})
+	formattest.ReadErrors(t, readWith(parseJSON),
+		formattest.BadFile{What: "json stat", Path: formattest.Mutate(t, dir, JSONFile, `"p50": `, `"p50": "median", "x": `, 1),
+			Want: []string{JSONFile + ":", ".p50", "want a number, got a string"}})
+	formattest.ReadErrors(t, readWith(parseCSV),
+		formattest.BadFile{What: "csv number", Path: formattest.Mutate(t, dir, CSVFile, ",", ",abc,", 3),
+			Want: []string{CSVFile + ":2:", "want"}})
 }
 
-func parseRecordsErr(file string, data []byte) error { _, err := parseRecords(file, data); return err }
-func parseJSONErr(file string, data []byte) error    { _, err := parseJSON(file, data); return err }
-func parseCSVErr(file string, data []byte) error     { _, err := parseCSV(file, data); return err }
+// readWith is a reader of one file that parses with parse.
+func readWith[T any](parse func(file string, data []byte) (T, error)) func(path string) error {
+	return func(path string) error {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		_, err = parse(path, data)
+		return err
+	}
+}

@@ -74,10 +74,19 @@ func aiperfUnitNS(unit string) (float64, bool) {
 }
 
 func parseRecords(file string, data []byte) (*metrics.MeasuredRun, error) {
-	run := &metrics.MeasuredRun{Format: Name, Path: file}
-	lineNo := 0
-	for len(data) > 0 {
-		lineNo++
+	reqs, err := parseRecordLines(file, data, false)
+	if err != nil {
+		return nil, err
+	}
+	return &metrics.MeasuredRun{Format: Name, Path: file, Requests: reqs}, nil
+}
+
+// parseRecordLines reads the records of profile_export.jsonl of the phase
+// asked for (profiling, or with warmup any other), in file order; blank
+// lines are skipped.
+func parseRecordLines(file string, data []byte, warmup bool) ([]metrics.MeasuredRequest, error) {
+	var out []metrics.MeasuredRequest
+	for lineNo := 1; len(data) > 0; lineNo++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
@@ -87,15 +96,15 @@ func parseRecords(file string, data []byte) (*metrics.MeasuredRun, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		q, keep, err := parseRecord(file, lineNo, line, false)
+		q, keep, err := parseRecord(file, lineNo, line, warmup)
 		if err != nil {
 			return nil, err
 		}
 		if keep {
-			run.Requests = append(run.Requests, q)
+			out = append(out, q)
 		}
 	}
-	return run, nil
+	return out, nil
 }
 
 // parseRecord reads one MetricRecordInfo line; keep reports whether
@@ -311,26 +320,7 @@ func ReadWarmups(dir string) ([]metrics.MeasuredRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []metrics.MeasuredRequest
-	for lineNo := 1; len(data) > 0; lineNo++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		q, keep, err := parseRecord(p, lineNo, line, true)
-		if err != nil {
-			return nil, err
-		}
-		if keep {
-			out = append(out, q)
-		}
-	}
-	return out, nil
+	return parseRecordLines(p, data, true)
 }
 
 // msToDuration recovers nanoseconds from a millisecond value written by

@@ -17,9 +17,7 @@ import (
 func exportTo(t *testing.T) (string, *metrics.Result, metrics.RunInfo) {
 	t.Helper()
 	res, run := formattest.Result(t)
-	dir := t.TempDir()
-	formattest.WriteFile(t, dir, ReportFile, Encode(res, &run))
-	return dir, res, run
+	return formattest.Dir(t, map[string][]byte{ReportFile: Encode(res, &run)}), res, run
 }
 
 // glWant flattens the written guidellm metrics as the reader names them.
@@ -176,16 +174,9 @@ func TestStatisticsReproduceFixture(t *testing.T) {
 // wants.
 func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 	dir, _, _ := exportTo(t)
-	for _, c := range []struct {
-		what, path string
-		want       []string
-	}{
-		{"metric", formattest.Mutate(t, dir, ReportFile, `"mean": `, `"mean": "x", "y": `, 1),
-			[]string{ReportFile + ":", "$.benchmarks[0].metrics.requests_per_second.successful.mean", "want a number"}},
-		{"timings", formattest.Mutate(t, dir, ReportFile, `"request_start": `, `"request_start": "soon", "x": `, 1),
-			[]string{ReportFile + ":", "$.benchmarks[0].requests.successful[0].info.timings.request_start", "want a number, got a string"}},
-	} {
-		_, err := Read(c.path)
-		formattest.ErrorNames(t, c.what, err, c.want...)
-	}
+	formattest.ReadErrors(t, func(p string) error { _, err := Read(p); return err },
+		formattest.BadFile{What: "metric", Path: formattest.Mutate(t, dir, ReportFile, `"mean": `, `"mean": "x", "y": `, 1),
+			Want: []string{ReportFile + ":", "$.benchmarks[0].metrics.requests_per_second.successful.mean", "want a number"}},
+		formattest.BadFile{What: "timings", Path: formattest.Mutate(t, dir, ReportFile, `"request_start": `, `"request_start": "soon", "x": `, 1),
+			Want: []string{ReportFile + ":", "$.benchmarks[0].requests.successful[0].info.timings.request_start", "want a number, got a string"}})
 }

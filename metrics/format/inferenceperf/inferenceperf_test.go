@@ -21,13 +21,11 @@ import (
 func writeReports(t *testing.T, res *metrics.Result, run metrics.RunInfo) string {
 	t.Helper()
 	per, sum, stage := Encode(res, &run)
-	dir := t.TempDir()
-	formattest.WriteFile(t, dir, PerRequestFile, per)
+	files := map[string][]byte{PerRequestFile: per}
 	if sum != nil {
-		formattest.WriteFile(t, dir, SummaryFile, sum)
-		formattest.WriteFile(t, dir, fmt.Sprintf(StageFilePattern, 0), stage)
+		files[SummaryFile], files[fmt.Sprintf(StageFilePattern, 0)] = sum, stage
 	}
-	return dir
+	return formattest.Dir(t, files)
 }
 
 // exportTo writes the reports of formattest.Result into a fresh directory.

@@ -18,9 +18,7 @@ const ms = time.Millisecond
 func exportTo(t *testing.T) (string, *metrics.Result, metrics.RunInfo) {
 	t.Helper()
 	res, run := formattest.Result(t)
-	dir := t.TempDir()
-	formattest.WriteFile(t, dir, ResultFile, Encode(res, &run))
-	return dir, res, run
+	return formattest.Dir(t, map[string][]byte{ResultFile: Encode(res, &run)}), res, run
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -87,6 +85,7 @@ func TestHandComputed(t *testing.T) {
 // The reader names the file, line, JSON path and what is missing.
 func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 	dir, _, _ := exportTo(t)
-	_, err := Read(formattest.Mutate(t, dir, ResultFile, `"tput_per_gpu"`, `"tput_per_gpu_x"`, 1))
-	formattest.ErrorNames(t, "missing key", err, ResultFile+":1:1: $", `missing key "tput_per_gpu"`)
+	formattest.ReadErrors(t, func(p string) error { _, err := Read(p); return err },
+		formattest.BadFile{What: "missing key", Path: formattest.Mutate(t, dir, ResultFile, `"tput_per_gpu"`, `"tput_per_gpu_x"`, 1),
+			Want: []string{ResultFile + ":1:1: $", `missing key "tput_per_gpu"`}})
 }

@@ -23,9 +23,7 @@ func exportTo(t *testing.T) (string, *metrics.Result, metrics.RunInfo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	formattest.WriteFile(t, dir, ReportFile, b)
-	return dir, res, run
+	return formattest.Dir(t, map[string][]byte{ReportFile: b}), res, run
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -150,18 +148,11 @@ func TestReadExample(t *testing.T) {
 // The reader names the file, line, path, what it found and what it wants.
 func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 	dir, _, _ := exportTo(t)
-	for _, c := range []struct {
-		what, path string
-		want       []string
-	}{
-		{"version", formattest.Mutate(t, dir, ReportFile, `version: "0.2"`, `version: "0.3"`, 1),
-			[]string{ReportFile + ":", "$.version", "0.2"}},
-		{"number", formattest.Mutate(t, dir, ReportFile, "results:", "results: 7\nx:", 1),
-			[]string{ReportFile + ":", "want a mapping"}},
-	} {
-		_, err := Read(c.path)
-		formattest.ErrorNames(t, c.what, err, c.want...)
-	}
+	formattest.ReadErrors(t, func(p string) error { _, err := Read(p); return err },
+		formattest.BadFile{What: "version", Path: formattest.Mutate(t, dir, ReportFile, `version: "0.2"`, `version: "0.3"`, 1),
+			Want: []string{ReportFile + ":", "$.version", "0.2"}},
+		formattest.BadFile{What: "number", Path: formattest.Mutate(t, dir, ReportFile, "results:", "results: 7\nx:", 1),
+			Want: []string{ReportFile + ":", "want a mapping"}})
 }
 
 // A run without requests, and one summarised without per-request gaps,

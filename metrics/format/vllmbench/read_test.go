@@ -19,9 +19,7 @@ func exportTo(t *testing.T) (string, *metrics.Result, metrics.RunInfo) {
 	if err := metrics.WriteJSON(&b, res, true); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	formattest.WriteFile(t, dir, ResultFile, b.Bytes())
-	return dir, res, run
+	return formattest.Dir(t, map[string][]byte{ResultFile: b.Bytes()}), res, run
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -75,6 +73,7 @@ func TestReadInferenceXResults(t *testing.T) {
 // wants.
 func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 	dir, _, _ := exportTo(t)
-	_, err := Read(formattest.Mutate(t, dir, ResultFile, `"output_lens": [`, `"output_lens": [1, `, 1))
-	formattest.ErrorNames(t, "arrays", err, ResultFile+":1:", "$.output_lens", "want 14 entries")
+	formattest.ReadErrors(t, func(p string) error { _, err := Read(p); return err },
+		formattest.BadFile{What: "arrays", Path: formattest.Mutate(t, dir, ResultFile, `"output_lens": [`, `"output_lens": [1, `, 1),
+			Want: []string{ResultFile + ":1:", "$.output_lens", "want 14 entries"}})
 }

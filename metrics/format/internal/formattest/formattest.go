@@ -269,6 +269,17 @@ func WriteFile(t testing.TB, dir, name string, data []byte) string {
 	return p
 }
 
+// Dir writes files (name to contents) into a fresh directory and returns
+// it.
+func Dir(t testing.TB, files map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		WriteFile(t, dir, name, data)
+	}
+	return dir
+}
+
 // Mutate copies dir/name into a fresh directory with the first n
 // occurrences of old replaced by new, and returns the copy's path.
 func Mutate(t testing.TB, dir, name, old, new string, n int) string {
@@ -284,17 +295,27 @@ func Mutate(t testing.TB, dir, name, old, new string, n int) string {
 	return WriteFile(t, t.TempDir(), name, []byte(bad))
 }
 
-// ErrorNames checks that err is an error whose text contains each of want
-// (the file, line, JSON path, what was found and what was wanted).
-func ErrorNames(t testing.TB, what string, err error, want ...string) {
+// BadFile is a broken result file and what a reader's error about it must
+// name (the file, line, JSON path, what was found and what was wanted).
+type BadFile struct {
+	What, Path string
+	Want       []string
+}
+
+// ReadErrors checks that read fails on each bad file with an error naming
+// all its Want.
+func ReadErrors(t testing.TB, read func(path string) error, bad ...BadFile) {
 	t.Helper()
-	if err == nil {
-		t.Errorf("%s: no error", what)
-		return
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%s: error %q does not contain %q", what, err, w)
+	for _, b := range bad {
+		err := read(b.Path)
+		if err == nil {
+			t.Errorf("%s: no error", b.What)
+			continue
+		}
+		for _, w := range b.Want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not contain %q", b.What, err, w)
+			}
 		}
 	}
 }
