@@ -1,10 +1,8 @@
 // Package pytext writes numbers, strings and times as the Python benchmark
 // tools print them, so that BLIS's copies of their files match byte for
-// byte: Python's float repr, format(v, ".2f"), naive
+// byte: Python 3's float repr, format(v, ".2f"), naive
 // datetime.isoformat(), and JSON string escapes (json.dumps with
-// ensure_ascii, or orjson's UTF-8). Mirrors CPython 3.12
-// (Objects/floatobject.c float_repr, Lib/json/encoder.py,
-// Lib/datetime.py) and orjson 3.x (src/serialize/writer/str.rs).
+// ensure_ascii, or orjson's UTF-8 strings).
 package pytext
 
 import (
