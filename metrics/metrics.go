@@ -1,6 +1,8 @@
 // Package metrics records what a benchmark client would measure — one record
 // per request plus streaming distributions — and writes vLLM bench's result
-// table and JSON. It knows nothing of the engine's insides.
+// table and JSON. It knows nothing of the engine's insides. Its Result,
+// RunInfo and MeasuredRun are also what the other tools' formats
+// (metrics/format) write from and read back into.
 package metrics
 
 import "time"

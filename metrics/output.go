@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"blis/metrics/internal/pytext"
 )
 
 // metricInfo is how vLLM bench's process_one_metric names a metric: key
@@ -22,10 +24,10 @@ var metricInfo = map[string][2]string{
 	MetricE2ELIncludingClientQueue: {"E2EL incl. Client Queue", "Queue-inclusive End-to-end Latency"},
 }
 
-// shownMetrics is the metrics that get a section, in vLLM's order: those
+// ShownMetrics is the metrics that get a section, in vLLM's order: those
 // selected, the client-queue ones only with a concurrency cap, the
 // queue-inclusive E2EL only with a finite request rate too.
-func (r *Result) shownMetrics() []string {
+func (r *Result) ShownMetrics() []string {
 	var out []string
 	for _, m := range r.Metrics {
 		switch m {
@@ -43,7 +45,8 @@ func (r *Result) shownMetrics() []string {
 	return out
 }
 
-func (r *Result) stat(m string) *Stat {
+// Stat is the statistics of metric m, one of the Metric* names.
+func (r *Result) Stat(m string) *Stat {
 	switch m {
 	case MetricTTFT:
 		return &r.TTFT
@@ -60,12 +63,12 @@ func (r *Result) stat(m string) *Stat {
 	}
 }
 
-// percentileWord is vLLM's p_word: "99" for 99.0, "99.9" for 99.9.
-func percentileWord(p float64) string {
+// PercentileWord is vLLM's p_word: "99" for 99.0, "99.9" for 99.9.
+func PercentileWord(p float64) string {
 	if p == math.Trunc(p) && math.Abs(p) < 1e15 {
 		return strconv.FormatInt(int64(p), 10)
 	}
-	return pyFloat(p)
+	return pytext.Float(p)
 }
 
 // WriteTable prints vLLM bench's result table (benchmark() in
@@ -79,7 +82,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "%-40s %-10d\n", label, v)
 	}
 	fRow := func(label string, v float64) {
-		fmt.Fprintf(&b, "%-40s %-10s\n", label, pyFixed2(v))
+		fmt.Fprintf(&b, "%-40s %-10s\n", label, pytext.Fixed2(v))
 	}
 	b.WriteString(center(" Serving Benchmark Result ", '=') + "\n")
 	intRow("Successful requests:", int64(r.Completed))
@@ -101,13 +104,13 @@ func WriteTable(w io.Writer, r *Result) error {
 	fRow("Peak output token throughput (tok/s):", r.MaxOutputTokensPerS)
 	fRow("Peak concurrent requests:", float64(r.MaxConcurrentRequests))
 	fRow("Total token throughput (tok/s):", r.TotalTokenThroughput)
-	for _, m := range r.shownMetrics() {
-		info, st := metricInfo[m], r.stat(m)
+	for _, m := range r.ShownMetrics() {
+		info, st := metricInfo[m], r.Stat(m)
 		b.WriteString(center(info[1], '-') + "\n")
 		fRow("Mean "+info[0]+" (ms):", st.Mean)
 		fRow("Median "+info[0]+" (ms):", st.Median)
 		for i, p := range r.Percentiles {
-			fRow("P"+percentileWord(p)+" "+info[0]+" (ms):", st.Percentiles[i])
+			fRow("P"+PercentileWord(p)+" "+info[0]+" (ms):", st.Percentiles[i])
 		}
 	}
 	b.WriteString(strings.Repeat("=", 50) + "\n")
@@ -122,19 +125,6 @@ func center(s string, c byte) string {
 		return s
 	}
 	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
-}
-
-// pyFixed2 is Python's format(v, ".2f"), including nan and inf.
-func pyFixed2(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // WriteJSON writes the result as vLLM bench's result file: one line of
@@ -199,8 +189,8 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 		errs := make([]string, n)
 		for i, q := range r.Requests {
 			in[i], out[i] = int64(q.InputTokens), int64(q.OutputTokens)
-			ttfts[i], lat[i] = seconds(q.TTFT), seconds(q.Latency)
-			start[i], queue[i] = seconds(q.Start), seconds(q.QueueTime)
+			ttfts[i], lat[i] = Seconds(q.TTFT), Seconds(q.Latency)
+			start[i], queue[i] = Seconds(q.Start), Seconds(q.QueueTime)
 			itls[i] = durationsToSeconds(q.ITLs)
 			errs[i] = q.Error
 		}
@@ -215,13 +205,13 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 	}
 	o.set("max_output_tokens_per_s", r.MaxOutputTokensPerS)
 	o.set("max_concurrent_requests", int64(r.MaxConcurrentRequests))
-	for _, m := range r.shownMetrics() {
-		st := r.stat(m)
+	for _, m := range r.ShownMetrics() {
+		st := r.Stat(m)
 		o.set("mean_"+m+"_ms", st.Mean)
 		o.set("median_"+m+"_ms", st.Median)
 		o.set("std_"+m+"_ms", st.Std)
 		for i, p := range r.Percentiles {
-			o.set("p"+percentileWord(p)+"_"+m+"_ms", st.Percentiles[i])
+			o.set("p"+PercentileWord(p)+"_"+m+"_ms", st.Percentiles[i])
 		}
 	}
 	// BLIS.
@@ -254,7 +244,7 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 func durationsToSeconds(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
-		out[i] = seconds(d)
+		out[i] = Seconds(d)
 	}
 	return out
 }
@@ -344,79 +334,11 @@ func writePyFloat(b *bytes.Buffer, x float64) {
 		b.WriteString("null")
 		return
 	}
-	b.WriteString(pyFloat(x))
+	b.WriteString(pytext.Float(x))
 }
 
-// pyFloat is Python's repr of a finite float: the shortest digits that
-// round-trip, positional when the decimal exponent is in [-4, 16), else
-// scientific with a signed two-digit exponent ("1e-05", "1.5e+16").
-func pyFloat(x float64) string {
-	e := strconv.FormatFloat(x, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.LastIndexByte(e, 'e')+1:])
-	if decpt := exp + 1; decpt <= -4 || decpt > 16 {
-		return e
-	}
-	f := strconv.FormatFloat(x, 'f', -1, 64)
-	if !strings.ContainsRune(f, '.') {
-		f += ".0"
-	}
-	return f
-}
-
-// writePyString writes s as Python's json.dumps does with ensure_ascii:
-// short escapes for " \ \b \f \n \r \t, \uXXXX (lowercase, surrogate pairs
-// above U+FFFF) for everything outside ' '..'~'. Invalid UTF-8 becomes
-// U+FFFD.
-func writePyString(b *bytes.Buffer, s string) { writeJSONString(b, s, true) }
-
-// writeJSONString writes s as a JSON string with the short escapes for
-// " \ \b \f \n \r \t and \u00XX for other control characters; with ascii
-// every rune outside ' '..'~' is \uXXXX-escaped (surrogate pairs above
-// U+FFFF), as Python's ensure_ascii does, otherwise it is written as UTF-8,
-// as orjson does. Invalid UTF-8 becomes U+FFFD either way.
-func writeJSONString(b *bytes.Buffer, s string, ascii bool) {
-	const hex = "0123456789abcdef"
-	u4 := func(r rune) {
-		b.WriteString(`\u`)
-		b.WriteByte(hex[r>>12&0xf])
-		b.WriteByte(hex[r>>8&0xf])
-		b.WriteByte(hex[r>>4&0xf])
-		b.WriteByte(hex[r&0xf])
-	}
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			switch {
-			case r >= ' ' && r <= '~':
-				b.WriteByte(byte(r))
-			case r < ' ' || (ascii && r < 0x10000):
-				u4(r)
-			case ascii:
-				r -= 0x10000
-				u4(0xd800 | (r>>10)&0x3ff)
-				u4(0xdc00 | r&0x3ff)
-			default:
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-}
+// writePyString writes s as Python's json.dumps does with ensure_ascii.
+func writePyString(b *bytes.Buffer, s string) { pytext.WriteJSONString(b, s, true) }
 
 // pyMarshal encodes v with encoding/json (so struct tags, map key order and
 // Marshalers apply), then respaces it and re-escapes its strings in

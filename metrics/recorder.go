@@ -134,7 +134,7 @@ func (r *Recorder) Send(at time.Duration) {
 // two consecutive chunks reaching the client (vLLM bench's itl). It is the
 // hot path: O(1) and allocation-free unless the recorder is Detailed.
 func (r *Recorder) AddITL(index int64, gap time.Duration) {
-	r.itl.Add(seconds(gap))
+	r.itl.Add(Seconds(gap))
 	if r.detailed {
 		r.keepITL(index, gap)
 	}
@@ -144,7 +144,7 @@ func (r *Recorder) AddITL(index int64, gap time.Duration) {
 // for a driver whose decode rows share a step's gap; it keeps no per-request
 // lists, so use AddITL when the recorder is Detailed.
 func (r *Recorder) AddGaps(gap time.Duration, n int64) {
-	r.itl.AddN(seconds(gap), n)
+	r.itl.AddN(Seconds(gap), n)
 }
 
 // Detailed reports whether per-request gap lists are kept (--save-detailed).
@@ -216,8 +216,8 @@ func (r *Recorder) Finish(rec Record) {
 	}
 }
 
-// seconds converts a duration to float seconds, correctly rounded.
-func seconds(d time.Duration) float64 { return float64(d) / 1e9 }
+// Seconds converts a duration to float seconds, correctly rounded.
+func Seconds(d time.Duration) float64 { return float64(d) / 1e9 }
 
 // finite maps NaN and ±Inf to 0.
 func finite(x float64) float64 {

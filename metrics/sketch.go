@@ -1,6 +1,10 @@
 package metrics
 
-import "math"
+import (
+	"math"
+
+	"blis/metrics/internal/numpy"
+)
 
 // DefaultRelativeAccuracy is the relative accuracy a Sketch is asked for
 // when none is given: 0.5 %. It is met with 256 buckets per octave, which
@@ -293,7 +297,7 @@ func (s *Sketch) Quantile(q float64) float64 {
 	lo := math.Floor(h)
 	r := int64(lo)
 	a, b := s.rankValues(r)
-	return npLerp(a, b, h-lo)
+	return numpy.Lerp(a, b, h-lo)
 }
 
 // rankValues estimates the values of ranks r and r+1 (0-based, ascending),

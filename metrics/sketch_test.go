@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"blis/metrics/internal/numpy"
 )
 
 func datasets() map[string][]float64 {
@@ -47,7 +49,7 @@ func TestSketchErrorBound(t *testing.T) {
 			sorted := slices.Clone(data)
 			slices.Sort(sorted)
 			for _, q := range testQuantiles {
-				exact := npQuantileSorted(sorted, q)
+				exact := numpy.QuantileSorted(sorted, q)
 				got := s.Quantile(q)
 				if err := math.Abs(got - exact); err > a*math.Abs(exact)*(1+1e-12) {
 					t.Errorf("α=%v %s q=%v: got %v, exact %v, rel err %.3g > %.3g",
@@ -113,7 +115,7 @@ func TestSketchDiscreteExact(t *testing.T) {
 		if h := float64(len(data)-1) * q; h != lo && data[int(lo)] != data[min(int(lo)+1, len(data)-1)] {
 			continue // interpolating between two values: within α, not exact
 		}
-		if got, want := s.Quantile(q), npQuantileSorted(data, q); got != want {
+		if got, want := s.Quantile(q), numpy.QuantileSorted(data, q); got != want {
 			t.Errorf("q=%v: got %v, want exactly %v", q, got, want)
 		}
 	}
@@ -134,10 +136,10 @@ func TestSketchStats(t *testing.T) {
 	if s.Min() != slices.Min(data) || s.Max() != slices.Max(data) {
 		t.Errorf("min/max %v %v", s.Min(), s.Max())
 	}
-	if m, want := s.Mean(), npMean(data); math.Abs(m-want) > 1e-12*want {
+	if m, want := s.Mean(), numpy.Mean(data); math.Abs(m-want) > 1e-12*want {
 		t.Errorf("mean %v, numpy %v", m, want)
 	}
-	if sd, want := s.Std(), npStd(data); math.Abs(sd-want) > 1e-10*want {
+	if sd, want := s.Std(), numpy.Std(data); math.Abs(sd-want) > 1e-10*want {
 		t.Errorf("std %v, numpy %v", sd, want)
 	}
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"blis/metrics/internal/numpy"
 )
 
 // What vLLM bench computes, mirrored from vllm/benchmarks/serve.py
@@ -13,8 +15,8 @@ import (
 // calculate_metrics(), benchmark() and main_async(), with the request
 // functions of vllm/benchmarks/lib/endpoint_request_func.py.
 
-// errNoChunk is vLLM bench's error for a stream that never carried a token.
-const errNoChunk = "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"
+// NoChunkError is vLLM bench's error for a stream that never carried a token.
+const NoChunkError = "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"
 
 // KV is one --metadata KEY=VALUE pair.
 type KV struct{ Key, Value string }
@@ -136,7 +138,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		Backend: in.Backend, Label: in.Label, ModelID: in.ModelID, TokenizerID: in.TokenizerID,
 		NumPrompts: in.NumPrompts, Metadata: slices.Clone(in.Metadata),
 		RequestRate: in.RequestRate, Burstiness: in.Burstiness, MaxConcurrency: in.MaxConcurrency,
-		DurationS:   seconds(in.Duration),
+		DurationS:   Seconds(in.Duration),
 		Percentiles: slices.Clone(r.percentiles),
 		Metrics:     slices.Clone(r.metrics),
 
@@ -178,7 +180,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 				rr.Error = "rejected"
 			}
 		case rec.OutputTokens <= 0:
-			rr.Error = errNoChunk
+			rr.Error = NoChunkError
 		default:
 			rr.Success = true
 			rr.OutputTokens = rec.OutputTokens
@@ -194,7 +196,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		res.Completed++
 		res.TotalInputTokens += int64(rr.InputTokens)
 		res.TotalOutputTokens += int64(rr.OutputTokens)
-		ttft, lat := seconds(rr.TTFT), seconds(rr.Latency)
+		ttft, lat := Seconds(rr.TTFT), Seconds(rr.Latency)
 		tpot := 0.0
 		if rr.OutputTokens > 1 {
 			tpot = (lat - ttft) / float64(rr.OutputTokens-1)
@@ -203,7 +205,7 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		allTPOTs = append(allTPOTs, tpot)
 		ttfts = append(ttfts, ttft)
 		e2els = append(e2els, lat)
-		q := seconds(rr.QueueTime)
+		q := Seconds(rr.QueueTime)
 		queues = append(queues, q)
 		e2elsQueue = append(e2elsQueue, lat+q)
 		spans = append(spans, span{rec.Sent, rec.Finish})
@@ -269,11 +271,11 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 	}
 
 	p := r.percentiles
-	res.TTFT = msStat(valueStats(ttfts, p))
-	res.TPOT = msStat(valueStats(tpots, p))
-	res.E2EL = msStat(valueStats(e2els, p))
-	res.ClientQueueTime = msStat(valueStats(queues, p))
-	res.E2ELIncludingClientQueue = msStat(valueStats(e2elsQueue, p))
+	res.TTFT = msStat(ValueStats(ttfts, p))
+	res.TPOT = msStat(ValueStats(tpots, p))
+	res.E2EL = msStat(ValueStats(e2els, p))
+	res.ClientQueueTime = msStat(ValueStats(queues, p))
+	res.E2ELIncludingClientQueue = msStat(ValueStats(e2elsQueue, p))
 	res.ITL = r.itlStat()
 	return res
 }
@@ -294,7 +296,26 @@ func (r *Recorder) itlStat() Stat {
 	return st
 }
 
-// msStat converts valueStats' seconds to a Stat in milliseconds, as vLLM
+// ValueStats is what vLLM bench reports for one metric, in the metric's
+// base unit (seconds): mean, median, std and the selected percentiles. An
+// empty list gives zeros, as vLLM's `np.mean(values or 0)` does.
+func ValueStats(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
+	pct = make([]float64, len(percentiles))
+	if len(values) == 0 {
+		return 0, 0, 0, pct
+	}
+	mean = numpy.Mean(values)
+	std = numpy.Std(values)
+	s := slices.Clone(values)
+	slices.Sort(s)
+	median = numpy.MedianSorted(s)
+	for i, p := range percentiles {
+		pct[i] = numpy.PercentileSorted(s, p)
+	}
+	return mean, median, std, pct
+}
+
+// msStat converts ValueStats' seconds to a Stat in milliseconds, as vLLM
 // does (`np.mean(ttfts or 0) * 1000`).
 func msStat(mean, median, std float64, pct []float64) Stat {
 	st := Stat{Mean: finite(mean) * 1000, Median: finite(median) * 1000, Std: finite(std) * 1000,

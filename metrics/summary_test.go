@@ -163,7 +163,7 @@ func TestTPOTExcludesSingleToken(t *testing.T) {
 		t.Errorf("TPOT of one-token requests should be empty (zeros), got %+v", res.TPOT)
 	}
 	near(t, "ttft", res.TTFT.Mean, 30)
-	if res.Requests[1].Error != errNoChunk {
+	if res.Requests[1].Error != NoChunkError {
 		t.Errorf("zero-token request error %q", res.Requests[1].Error)
 	}
 }
@@ -394,46 +394,10 @@ func TestMaxConcurrentHalfOpen(t *testing.T) {
 	}
 }
 
-func TestPyFloat(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0.0"}, {math.Copysign(0, -1), "-0.0"}, {1, "1.0"}, {-2, "-2.0"}, {0.1, "0.1"},
-		{0.30000000000000004, "0.30000000000000004"}, {233.33333333333334, "233.33333333333334"},
-		{1e-4, "0.0001"}, {1e-5, "1e-05"}, {1.5e-7, "1.5e-07"}, {1e15, "1000000000000000.0"},
-		{1e16, "1e+16"}, {2.5e20, "2.5e+20"}, {123456789.125, "123456789.125"}, {5e-324, "5e-324"},
-	}
-	for _, tc := range tests {
-		if got := pyFloat(tc.in); got != tc.want {
-			t.Errorf("pyFloat(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestPyString(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain", `"plain"`},
-		{"caf\u00e9", `"caf\u00e9"`},
-		{"\U0001F600", `"\ud83d\ude00"`},
-		{"<&>", `"<&>"`},
-		{"a\"b\\c\n\t\r\b\f", `"a\"b\\c\n\t\r\b\f"`},
-		{"\x01\x7f", `"\u0001\u007f"`},
-		{"\xff", `"\ufffd"`},
-	}
-	for _, tc := range tests {
-		var b bytes.Buffer
-		writePyString(&b, tc.in)
-		if b.String() != tc.want {
-			t.Errorf("writePyString(%q) = %s, want %s", tc.in, b.String(), tc.want)
-		}
-	}
-}
-
 func TestPercentileWord(t *testing.T) {
 	for p, want := range map[float64]string{99: "99", 50: "50", 99.9: "99.9", 99.99: "99.99", 0.5: "0.5", 100: "100", 0: "0"} {
-		if got := percentileWord(p); got != want {
-			t.Errorf("percentileWord(%v) = %q, want %q", p, got, want)
+		if got := PercentileWord(p); got != want {
+			t.Errorf("PercentileWord(%v) = %q, want %q", p, got, want)
 		}
 	}
 }
@@ -472,18 +436,9 @@ func BenchmarkRecorderAddITL(b *testing.B) {
 	}
 }
 
-// The orjson-style writer keeps UTF-8 and escapes only controls.
-func TestWriteUTF8String(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"a\"b\\c", `"a\"b\\c"`},
-		{"tab\tnl\n\x01\x7f", "\"tab\\tnl\\n\\u0001\x7f\""},
-		{"héllo 世界 🙂", "\"héllo 世界 🙂\""},
-		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
-	} {
-		var b bytes.Buffer
-		writeUTF8String(&b, tc.in)
-		if b.String() != tc.want {
-			t.Errorf("writeUTF8String(%q) = %s, want %s", tc.in, b.String(), tc.want)
-		}
+func TestValueStatsOfNothing(t *testing.T) {
+	mean, median, std, pct := ValueStats(nil, []float64{50, 99})
+	if mean != 0 || median != 0 || std != 0 || len(pct) != 2 || pct[0] != 0 || pct[1] != 0 {
+		t.Error("ValueStats of nothing should be zeros, as vLLM's `values or 0`")
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"math"
 
 	"blis/metrics"
+	"blis/metrics/format"
 )
 
 // Binding measured records to published numbers: when a level's measured
 // input has both per-request records and the tool's published aggregates,
 // the aggregates are recomputed from the records with the tool's own
-// formulas (metrics.RecomputeAggregates) before anything is paired. A
+// formulas (format.Recompute) before anything is paired. A
 // level whose records do not reproduce its published numbers is UNBOUND:
 // its records may be a different population (a filtered file, a second
 // run, warm-ups mixed in), so its pairs are still reported but flagged.
@@ -90,11 +91,11 @@ func BindLevel(run *metrics.MeasuredRun) (lb *LevelBinding) {
 			lb = &LevelBinding{Format: run.Format, Verdict: Unbound, Note: fmt.Sprintf("internal error: %v", v)}
 		}
 	}()
-	rs := metrics.RecomputeAggregates(run)
+	rs := format.Recompute(run)
 	if len(rs) == 0 {
 		return nil
 	}
-	lb = &LevelBinding{Format: run.Format, Formula: metrics.RecomputeFormulas[run.Format], Verdict: Bound,
+	lb = &LevelBinding{Format: run.Format, Formula: format.RecomputeFormula(run.Format), Verdict: Bound,
 		Rows: BindRecomputed(rs)}
 	for _, r := range lb.Rows {
 		if r.Verdict != Bound {

@@ -16,6 +16,10 @@ import (
 	"blis/cluster"
 	"blis/internal/buildinfo"
 	"blis/metrics"
+	"blis/metrics/format"
+	"blis/metrics/format/aiperf"
+	"blis/metrics/format/guidellm"
+	"blis/metrics/format/vllmbench"
 	"blis/scenario"
 )
 
@@ -83,7 +87,7 @@ func TestBindVLLMHandComputed(t *testing.T) {
 			if err := os.WriteFile(p, []byte(vllmFixture(c.mean, c.p99)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			run, err := metrics.ReadVLLM(p)
+			run, err := vllmbench.Read(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +114,7 @@ func TestBindVLLMHandComputed(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"duration": 2.0, "mean_ttft_ms": 250.0}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run, err := metrics.ReadVLLM(p)
+	run, err := vllmbench.Read(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +144,7 @@ func exportFormats(t *testing.T, c int, dir string, formats []string) {
 	}
 	sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID,
 		NumPrompts: s.NumPrompts, RequestRate: s.RequestRate, MaxConcurrency: s.MaxConcurrency})
-	if _, err := metrics.Export(dir, formats, sum, metrics.RunInfo{Model: res.Model.ID, Chip: "H100", TP: 1,
+	if _, err := format.Export(dir, formats, sum, metrics.RunInfo{Model: res.Model.ID, Chip: "H100", TP: 1,
 		ISL: s.RandomInputLen, OSL: s.RandomOutputLen, Seed: s.Seed}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,17 +154,17 @@ func exportFormats(t *testing.T, c int, dir string, formats []string) {
 // aggregates, recomputed from its records, bind.
 func TestBindOwnExports(t *testing.T) {
 	dir := t.TempDir()
-	exportFormats(t, 8, dir, []string{metrics.FormatAIPerf, metrics.FormatVLLM, metrics.FormatGuideLLM})
+	exportFormats(t, 8, dir, []string{format.AIPerf, format.VLLM, format.GuideLLM})
 	for _, c := range []struct {
 		format, path string
 		minRows      int
 	}{
-		{metrics.FormatAIPerf, dir, 22},
-		{metrics.FormatVLLM, filepath.Join(dir, metrics.VLLMResultFile), 20},
-		{metrics.FormatGuideLLM, filepath.Join(dir, metrics.GuideLLMReportFile), 15},
+		{format.AIPerf, dir, 22},
+		{format.VLLM, filepath.Join(dir, vllmbench.ResultFile), 20},
+		{format.GuideLLM, filepath.Join(dir, guidellm.ReportFile), 15},
 	} {
 		t.Run(c.format, func(t *testing.T) {
-			run, err := metrics.Read(c.format, c.path)
+			run, err := format.Read(c.format, c.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,10 +183,10 @@ func TestBindOwnExports(t *testing.T) {
 		})
 	}
 	// Without the JSON, aiperf's CSV (two decimals) is bound.
-	if err := os.Remove(filepath.Join(dir, metrics.AIPerfJSONFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, aiperf.JSONFile)); err != nil {
 		t.Fatal(err)
 	}
-	run, err := metrics.ReadAIPerf(dir)
+	run, err := aiperf.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +302,7 @@ func TestRoundTripBindingAndColdPrefill(t *testing.T) {
 	}
 
 	// Tamper with c4's published mean TTFT.
-	jp := filepath.Join(dir, "c4", metrics.AIPerfJSONFile)
+	jp := filepath.Join(dir, "c4", aiperf.JSONFile)
 	data, err := os.ReadFile(jp)
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +323,7 @@ func TestRoundTripBindingAndColdPrefill(t *testing.T) {
 
 	// Put a warm-up primer before c1's first record: the run's first
 	// request, 20 % slower than BLIS's replay of it.
-	rp := filepath.Join(dir, "c1", metrics.AIPerfRecordsFile)
+	rp := filepath.Join(dir, "c1", aiperf.RecordsFile)
 	recs, err := os.ReadFile(rp)
 	if err != nil {
 		t.Fatal(err)

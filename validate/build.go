@@ -20,6 +20,9 @@ import (
 	"blis/cluster"
 	"blis/internal/buildinfo"
 	"blis/metrics"
+	"blis/metrics/format"
+	"blis/metrics/format/aiperf"
+	"blis/metrics/format/inferenceperf"
 	"blis/scenario"
 )
 
@@ -350,18 +353,18 @@ func (b *builder) fileArm(ai int, a *Arm) (*ArmPage, error) {
 	lv := make([]fileLevel, len(a.Levels))
 	for i, l := range a.Levels {
 		p := b.m.Path(l.Path)
-		run, err := metrics.Read(l.Format, p)
+		run, err := format.Read(l.Format, p)
 		if err != nil {
 			return nil, b.inputErr(l.Line, fmt.Sprintf("%s.levels[%d].measured", path, i), l.Path, err)
 		}
 		lv[i].run = run
 		files := []string{p}
-		if st, err := os.Stat(p); err == nil && st.IsDir() && l.Format == metrics.FormatInferencePerf {
-			files = metrics.InferencePerfFiles(p)
+		if st, err := os.Stat(p); err == nil && st.IsDir() && l.Format == format.InferencePerf {
+			files = inferenceperf.Files(p)
 		}
-		if l.Format == metrics.FormatAIPerf {
+		if l.Format == format.AIPerf {
 			files = nil
-			for _, name := range []string{metrics.AIPerfRecordsFile, metrics.AIPerfJSONFile, metrics.AIPerfCSVFile} {
+			for _, name := range []string{aiperf.RecordsFile, aiperf.JSONFile, aiperf.CSVFile} {
 				if _, err := os.Stat(filepath.Join(p, name)); err == nil {
 					files = append(files, filepath.Join(p, name))
 				}

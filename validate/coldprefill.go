@@ -7,6 +7,8 @@ import (
 
 	"blis/cluster"
 	"blis/metrics"
+	"blis/metrics/format"
+	"blis/metrics/format/aiperf"
 	"blis/scenario"
 	"blis/workload"
 )
@@ -121,8 +123,8 @@ func (b *builder) coldPrefill(ai int, a *Arm, ap *ArmPage, lv []fileLevel) error
 		}
 		anyRecords = true
 		var warm []metrics.MeasuredRequest
-		if l.Format == metrics.FormatAIPerf {
-			w, err := metrics.ReadAIPerfWarmups(b.m.Path(l.Path))
+		if l.Format == format.AIPerf {
+			w, err := aiperf.ReadWarmups(b.m.Path(l.Path))
 			if err != nil {
 				return b.inputErr(l.Line, fmt.Sprintf("arms[%d].levels[%d].measured", ai, i), l.Path, err)
 			}

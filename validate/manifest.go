@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"blis/metrics"
+	"blis/metrics/format"
 	"blis/scenario"
 )
 
@@ -91,7 +91,7 @@ type Level struct {
 	Value  float64
 	Text   string // as written
 	Line   int
-	Format string // measured file format (metrics.Format*)
+	Format string // measured file format (one of format.Names)
 	Path   string // relative to the manifest
 	BLIS   []Stated
 }
@@ -110,7 +110,7 @@ type IXSelect struct {
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // measuredFormats are the result formats a level may name.
-var measuredFormats = []string{metrics.FormatAIPerf, metrics.FormatVLLM, metrics.FormatGuideLLM, metrics.FormatLLMD, metrics.FormatInferencePerf}
+var measuredFormats = []string{format.AIPerf, format.VLLM, format.GuideLLM, format.LLMD, format.InferencePerf}
 
 // ParseManifest reads a manifest's bytes. file names it in errors and
 // anchors its relative paths.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"blis/metrics"
+	"blis/metrics/format"
 )
 
 // The metrics a validation page compares, and how each side's value is
@@ -256,14 +257,14 @@ func ResultValues(r *metrics.Result) Values {
 // aggregateNames maps each metric to the aggregate a format states it
 // under, with the unit the value must carry (converted to the metric's).
 var aggregateNames = map[string][NumMetrics]string{
-	metrics.FormatVLLM: {
+	format.VLLM: {
 		MOutputTokS: "output_throughput",
 		MTTFTMean:   "mean_ttft_ms", MTTFTP50: "median_ttft_ms", MTTFTP90: "p90_ttft_ms",
 		MTPOTMean: "mean_tpot_ms", MTPOTP50: "median_tpot_ms", MTPOTP90: "p90_tpot_ms",
 		MITLMean: "mean_itl_ms", MITLP50: "median_itl_ms", MITLP90: "p90_itl_ms",
 		ME2EMean: "mean_e2el_ms",
 	},
-	metrics.FormatLLMD: {
+	format.LLMD: {
 		MOutputTokS: llmdAgg + "throughput.output_token_rate.mean",
 		MTTFTMean:   llmdAgg + "latency.time_to_first_token.mean", MTTFTP50: llmdAgg + "latency.time_to_first_token.p50",
 		MTTFTP90:  llmdAgg + "latency.time_to_first_token.p90",
@@ -276,7 +277,7 @@ var aggregateNames = map[string][NumMetrics]string{
 	// inference-perf's summary_lifecycle_metrics.json (kubernetes-sigs/
 	// inference-perf reportgen/base.py): seconds, its 50th percentile
 	// named "median".
-	metrics.FormatInferencePerf: {
+	format.InferencePerf: {
 		MOutputTokS: ipAgg + "throughput.output_tokens_per_sec",
 		MTTFTMean:   ipAgg + "latency.time_to_first_token.mean", MTTFTP50: ipAgg + "latency.time_to_first_token.median",
 		MTTFTP90:  ipAgg + "latency.time_to_first_token.p90",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"blis/metrics"
+	"blis/metrics/format"
 )
 
 func TestRecordValuesHandComputed(t *testing.T) {
@@ -40,7 +41,7 @@ func TestRecordValuesHandComputed(t *testing.T) {
 }
 
 func TestAggregateValues(t *testing.T) {
-	vllm := &metrics.MeasuredRun{Format: metrics.FormatVLLM, Metrics: []metrics.MeasuredMetric{
+	vllm := &metrics.MeasuredRun{Format: format.VLLM, Metrics: []metrics.MeasuredMetric{
 		{Name: "output_throughput", Unit: "tok/s", Value: 500}, {Name: "mean_ttft_ms", Unit: "ms", Value: 12},
 		{Name: "median_tpot_ms", Unit: "ms", Value: 8}, {Name: "p90_tpot_ms", Unit: "ms", Value: 10},
 	}}
@@ -48,7 +49,7 @@ func TestAggregateValues(t *testing.T) {
 	if v[MOutputTokS] != 500 || v[MTTFTMean] != 12 || v[MIntvtyP50] != 125 || v[MIntvtyP90] != 100 || !math.IsNaN(v[MITLMean]) {
 		t.Errorf("vllm: %v", v)
 	}
-	llmd := &metrics.MeasuredRun{Format: metrics.FormatLLMD, Metrics: []metrics.MeasuredMetric{
+	llmd := &metrics.MeasuredRun{Format: format.LLMD, Metrics: []metrics.MeasuredMetric{
 		{Name: llmdAgg + "latency.time_to_first_token.p50", Unit: "s", Value: 0.25},
 		{Name: llmdAgg + "latency.inter_token_latency.mean", Unit: "ms/token", Value: 7},
 		{Name: llmdAgg + "latency.request_latency.mean", Unit: "furlongs", Value: 1},
@@ -57,14 +58,14 @@ func TestAggregateValues(t *testing.T) {
 	if v[MTTFTP50] != 250 || v[MITLMean] != 7 || !math.IsNaN(v[ME2EMean]) {
 		t.Errorf("llmd: %v", v)
 	}
-	if v := AggregateValues(&metrics.MeasuredRun{Format: metrics.FormatAIPerf}); !math.IsNaN(v[MTTFTMean]) {
+	if v := AggregateValues(&metrics.MeasuredRun{Format: format.AIPerf}); !math.IsNaN(v[MTTFTMean]) {
 		t.Error("aiperf has no aggregate mapping: want NaN")
 	}
 }
 
 // inference-perf's summary states every headline aggregate, in seconds.
 func TestAggregateValuesInferencePerf(t *testing.T) {
-	run, err := metrics.Read(metrics.FormatInferencePerf, "../metrics/testdata/inference-perf")
+	run, err := format.Read(format.InferencePerf, "../metrics/format/inferenceperf/testdata/inference-perf")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,18 @@ import (
 
 	"blis/cluster"
 	"blis/metrics"
+	"blis/metrics/format"
 	"blis/scenario"
 )
 
 // exportRun simulates s as `blis run --export aiperf` does and writes the
 // aiperf export into dir; it returns BLIS's KV pool.
 func exportRun(t *testing.T, s scenario.Scenario, dir string) int {
-	return exportRunAs(t, s, dir, metrics.FormatAIPerf)
+	return exportRunAs(t, s, dir, format.AIPerf)
 }
 
 // exportRunAs is exportRun in another export format.
-func exportRunAs(t *testing.T, s scenario.Scenario, dir, format string) int {
+func exportRunAs(t *testing.T, s scenario.Scenario, dir, name string) int {
 	t.Helper()
 	res, err := s.Resolve()
 	if err != nil {
@@ -37,7 +38,7 @@ func exportRunAs(t *testing.T, s scenario.Scenario, dir, format string) int {
 	sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID,
 		NumPrompts: s.NumPrompts, RequestRate: s.RequestRate, Burstiness: s.Burstiness, MaxConcurrency: s.MaxConcurrency,
 		GPUKVCacheTokens: res.Memory.KVTokens})
-	if _, err := metrics.Export(dir, []string{format}, sum, metrics.RunInfo{Model: res.Model.ID,
+	if _, err := format.Export(dir, []string{name}, sum, metrics.RunInfo{Model: res.Model.ID,
 		Chip: "H100", TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, Seed: s.Seed}); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestRoundTripInferencePerf(t *testing.T) {
 		s.Model, s.Hardware, s.MaxNumSeqs, s.EnablePrefixCaching = "meta-llama/Llama-3.1-8B", "h100", 64, false
 		s.DatasetName, s.RandomInputLen, s.RandomOutputLen, s.NumPrompts, s.Seed = "random", 128, 32, 40, 1
 		s.MaxConcurrency = c
-		exportRunAs(t, s, filepath.Join(dir, fmt.Sprintf("c%d", c)), metrics.FormatInferencePerf)
+		exportRunAs(t, s, filepath.Join(dir, fmt.Sprintf("c%d", c)), format.InferencePerf)
 	}
 	man := strings.NewReplacer("format: aiperf", "format: inference-perf", "    server-log: server.log\n", "").
 		Replace(fmt.Sprintf(roundTripManifest, PairByOrder))

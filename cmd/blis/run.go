@@ -17,6 +17,7 @@ import (
 	"blis/internal/progress"
 	"blis/kernel"
 	"blis/metrics"
+	"blis/metrics/format"
 	"blis/scenario"
 	"blis/workload"
 )
@@ -80,8 +81,8 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return err
 	}
 	for _, f := range strings.Split(s.Export, ",") {
-		if f = strings.TrimSpace(f); f != "" && !slices.Contains(metrics.ExportFormats(), f) {
-			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(metrics.ExportFormats(), ", ")}
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(format.Names(), f) {
+			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(format.Names(), ", ")}
 		}
 	}
 	printStartup(stderr, res)
@@ -416,7 +417,7 @@ func export(s scenario.Scenario, res *scenario.Resolved, out cluster.Result, sum
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	paths, err := metrics.Export(dir, formats, summary, info)
+	paths, err := format.Export(dir, formats, summary, info)
 	if err != nil {
 		return err
 	}

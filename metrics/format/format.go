@@ -1,0 +1,193 @@
+// Package format is the registry of the benchmark clients' result formats
+// BLIS writes and reads: faithful writers of other tools' result files, so
+// that each tool's own readers and dashboards work on BLIS output, and a
+// reader for each returning a metrics.MeasuredRun.
+//
+//	format          files                                      mirrors (package)
+//	vllm            vllm_bench_result.json                     vLLM bench serve --save-result (metrics.WriteJSON; vllmbench reads it)
+//	aiperf          profile_export.jsonl,                      ai-dynamo/aiperf, export schema 1.4 (aiperf)
+//	                profile_export_aiperf.json, .csv
+//	guidellm        benchmarks.json                            vllm-project/guidellm report version 2, 0.8.0.dev18 (guidellm)
+//	llmd            benchmark_report_v0.2.yaml                 llm-d/llm-d-benchmark benchmark report v0.2 (llmd)
+//	inferencex      inferencex_agg.json                        SemiAnalysisAI/InferenceX utils/process_result.py (inferencex)
+//	inference-perf  per_request_lifecycle_metrics.json,        kubernetes-sigs/inference-perf lifecycle reports (inferenceperf)
+//	                summary_lifecycle_metrics.json, stage_0_lifecycle_metrics.json
+//
+// Every number is derived from the Result and its per-request records; no
+// output depends on the wall clock: absolute timestamps are simulated time
+// plus RunInfo.EpochUnixNano. The tool packages know nothing of each other
+// or of this registry.
+package format
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"blis/metrics"
+	"blis/metrics/format/aiperf"
+	"blis/metrics/format/guidellm"
+	"blis/metrics/format/inferenceperf"
+	"blis/metrics/format/inferencex"
+	"blis/metrics/format/llmd"
+	"blis/metrics/format/vllmbench"
+)
+
+// Format names, as --export takes them and MeasuredRun.Format holds them.
+const (
+	VLLM          = vllmbench.Name
+	AIPerf        = aiperf.Name
+	GuideLLM      = guidellm.Name
+	LLMD          = llmd.Name
+	InferenceX    = inferencex.Name
+	InferencePerf = inferenceperf.Name
+)
+
+// Names lists the formats in the order Export writes them.
+func Names() []string {
+	return []string{VLLM, AIPerf, GuideLLM, LLMD, InferenceX, InferencePerf}
+}
+
+var errIPNotDetailed = errors.New("metrics: export format inference-perf needs per-request chunk times: make the recorder with RecorderOptions.Detailed")
+
+// Export writes r in each of formats into dir (created if needed) and
+// returns the paths written, in Names order. Formats are named as Names
+// lists them; repeats are ignored. The aiperf records carry every
+// streamed-chunk gap, so the aiperf format needs a Result from a Detailed
+// recorder (RecorderOptions.Detailed); so does inference-perf for its
+// chunk times, and the vllm format to include the per-request arrays
+// (without it the summary alone is written).
+func Export(dir string, formats []string, r *metrics.Result, run metrics.RunInfo) ([]string, error) {
+	if r == nil {
+		return nil, fmt.Errorf("metrics: export: no result")
+	}
+	want := map[string]bool{}
+	for _, f := range formats {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if !slices.Contains(Names(), f) {
+			return nil, fmt.Errorf("metrics: export format %q: allowed: %s", f, strings.Join(Names(), ", "))
+		}
+		want[f] = true
+	}
+	if want[AIPerf] && !r.Detailed {
+		return nil, fmt.Errorf("metrics: export format aiperf needs per-request chunk gaps: make the recorder with RecorderOptions.Detailed")
+	}
+	if want[InferencePerf] && !r.Detailed {
+		return nil, errIPNotDetailed
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("metrics: export: %w", err)
+	}
+	var written []string
+	write := func(name string, data []byte) error {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("metrics: export: %w", err)
+		}
+		written = append(written, p)
+		return nil
+	}
+	for _, f := range Names() {
+		if !want[f] {
+			continue
+		}
+		var err error
+		switch f {
+		case VLLM:
+			var b bytes.Buffer
+			if err = metrics.WriteJSON(&b, r, r.Detailed); err == nil {
+				err = write(vllmbench.ResultFile, b.Bytes())
+			}
+		case AIPerf:
+			var jsonl, agg, csv []byte
+			jsonl, agg, csv, err = aiperf.Encode(r, &run)
+			if err == nil {
+				err = write(aiperf.RecordsFile, jsonl)
+			}
+			if err == nil {
+				err = write(aiperf.JSONFile, agg)
+			}
+			if err == nil {
+				err = write(aiperf.CSVFile, csv)
+			}
+		case GuideLLM:
+			err = write(guidellm.ReportFile, guidellm.Encode(r, &run))
+		case LLMD:
+			var b []byte
+			if b, err = llmd.Encode(r, &run); err == nil {
+				err = write(llmd.ReportFile, b)
+			}
+		case InferenceX:
+			err = write(inferencex.ResultFile, inferencex.Encode(r, &run))
+		case InferencePerf:
+			per, sum, stage := inferenceperf.Encode(r, &run)
+			err = write(inferenceperf.PerRequestFile, per)
+			if err == nil && sum != nil {
+				err = write(inferenceperf.SummaryFile, sum)
+				if err == nil {
+					err = write(fmt.Sprintf(inferenceperf.StageFilePattern, 0), stage)
+				}
+			}
+		}
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// tool is what the registry knows of a format besides its writer.
+type tool struct {
+	read      func(path string) (*metrics.MeasuredRun, error)
+	recompute func(run *metrics.MeasuredRun) []metrics.Recomputed // nil: aggregates only
+	formula   string                                              // whose formulas recompute applies
+}
+
+var tools = map[string]tool{
+	VLLM:          {vllmbench.Read, vllmbench.Recompute, vllmbench.Formula},
+	AIPerf:        {aiperf.Read, aiperf.Recompute, aiperf.Formula},
+	GuideLLM:      {guidellm.Read, guidellm.Recompute, guidellm.Formula},
+	LLMD:          {read: llmd.Read},
+	InferenceX:    {read: inferencex.Read},
+	InferencePerf: {inferenceperf.Read, inferenceperf.Recompute, inferenceperf.Formula},
+}
+
+// Read reads a result file (for aiperf: the export directory; for
+// inference-perf: the report directory or one report file) of the given
+// format.
+func Read(format, path string) (*metrics.MeasuredRun, error) {
+	if t, ok := tools[strings.ToLower(format)]; ok {
+		return t.read(path)
+	}
+	return nil, fmt.Errorf("metrics: read format %q: allowed: %s", format, strings.Join(Names(), ", "))
+}
+
+// Recompute recomputes a measured run's main published aggregates (the
+// latencies, token counts and throughputs a validation compares) from its
+// own per-request records, with the publishing tool's formulas: the code
+// the tool's package writes those aggregates with, so there is one copy of
+// each tool's formulas. A run whose recomputed aggregates match the
+// published ones has records that are the population the published
+// numbers describe; only then may its requests be paired with BLIS's and
+// stand for the published run.
+//
+// It returns nil when the run has no records, no aggregates, or a format
+// whose aggregates BLIS cannot recompute (llm-d, InferenceX), and for a
+// guidellm file holding more than one benchmark (its records are pooled).
+func Recompute(run *metrics.MeasuredRun) []metrics.Recomputed {
+	if run == nil || len(run.Requests) == 0 || len(run.Metrics) == 0 {
+		return nil
+	}
+	if t := tools[run.Format]; t.recompute != nil {
+		return t.recompute(run)
+	}
+	return nil
+}
+
+// RecomputeFormula says whose formulas Recompute applies to a run of the
+// format (for a validation page); "" for a format it does not recompute.
+func RecomputeFormula(format string) string { return tools[format].formula }

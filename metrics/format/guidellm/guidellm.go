@@ -1,0 +1,544 @@
+// Package guidellm writes and reads GuideLLM's benchmark report
+// (benchmarks.json), so that GuideLLM's own tooling works on BLIS output.
+// The report is mirrored from vllm-project/guidellm report
+// version 2 as guidellm 0.8.0.dev18 writes it (the layout of
+// llm-d-benchmark's tests/fixtures/guidellm_report_v2.json): json.dump with
+// indent 1; {metadata, config, benchmarks: [GenerativeBenchmark]}, each
+// benchmark {type_, config, scheduler_state, scheduler_metrics, metrics,
+// requests, start_time, end_time, duration, warmup_duration,
+// cooldown_duration}; metrics are StatusDistributionSummary blocks
+// {successful, errored, incomplete, total} of DistributionSummary {mean,
+// median, mode, variance, std_dev, min, max, count, total_sum, percentiles
+// {p001 … p999}, pdf}; requests are GenerativeRequestStats (schemas/
+// request_stats.py, info.py RequestInfo and RequestTimings) with their
+// computed fields. Timestamps are Unix float seconds, so per-request times
+// keep about 0.24 µs near 2026 (float64 spacing at 1.8e9 s).
+//
+// The metrics are compiled as GenerativeMetrics.compile does, from the
+// request timings as written (so the same file gives the same numbers in
+// guidellm): the measured window is first request start to last request
+// end; a request's token iterations are its streamed chunks.
+package guidellm
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+
+	"blis/metrics"
+	"blis/metrics/format/internal/jsonx"
+)
+
+// Name is the format's name, as --export takes it.
+const Name = "guidellm"
+
+// ReportFile is the file the export writes.
+const ReportFile = "benchmarks.json"
+
+// glReq is one request's GenerativeRequestStats.
+type glReq struct {
+	id, conv    string
+	turn        int
+	errored     bool
+	err         string
+	queued      float64 // targeted_start and queued: when the client wanted to send it
+	start, end  float64 // request_start, request_end
+	first, last float64 // first_token_iteration, last_token_iteration
+	hasTok      bool
+	iters       int // token_iterations (and request_iterations)
+	prompt      int
+	cached      int
+	output      int
+	hasOutput   bool
+	schedulerT0 float64
+}
+
+// Computed fields of GenerativeRequestStats; ok false means None.
+func (q *glReq) latency() float64 { return q.end - q.start }
+
+func (q *glReq) outputTokens() (int, bool) {
+	if q.hasOutput {
+		return q.output, true
+	}
+	if q.iters != 0 {
+		return q.iters, true
+	}
+	return 0, false
+}
+
+func (q *glReq) ttftMS() (float64, bool) {
+	if !q.hasTok {
+		return 0, false
+	}
+	return 1000 * (q.first - q.start), true
+}
+
+func (q *glReq) tpotMS() (float64, bool) {
+	out, ok := q.outputTokens()
+	if !ok || out == 0 {
+		return 0, false
+	}
+	last := q.end
+	if q.hasTok && q.last != 0 {
+		last = q.last
+	}
+	return 1000 * (last - q.start) / float64(out), true
+}
+
+func (q *glReq) itlMS() (float64, bool) {
+	out, ok := q.outputTokens()
+	if !q.hasTok || !ok || out <= 1 {
+		return 0, false
+	}
+	return 1000 * (q.last - q.first) / float64(out-1), true
+}
+
+func (q *glReq) iterTokensPerIteration() (float64, bool) {
+	out, ok := q.outputTokens()
+	if !ok || out <= 1 || q.iters <= 1 {
+		return 0, false
+	}
+	return (float64(out) - 1.0) / (float64(q.iters) - 1.0), true
+}
+
+func (q *glReq) outputTokensPerIteration() (float64, bool) {
+	out, ok := q.outputTokens()
+	if !ok || q.iters < 1 {
+		return 0, false
+	}
+	return float64(out) / float64(q.iters), true
+}
+
+// promptTiming is prompt_tokens_timing.
+func (q *glReq) promptTiming() wv {
+	t := q.end
+	if q.hasTok {
+		t = q.first
+	}
+	return wv{t, float64(q.prompt)}
+}
+
+// linspace is numpy's linspace(start, stop, num) (endpoint=True).
+func linspace(start, stop float64, num int) []float64 {
+	y := make([]float64, num)
+	if num == 0 {
+		return y
+	}
+	div := float64(num - 1)
+	delta := stop - start
+	step := delta / div
+	for i := range y {
+		if step == 0 || num == 1 {
+			y[i] = float64(i)/div*delta + start
+		} else {
+			y[i] = float64(i)*step + start
+		}
+	}
+	if num > 1 {
+		y[num-1] = stop
+	}
+	return y
+}
+
+func (q *glReq) iterTimings() []wv {
+	tpi, ok := q.iterTokensPerIteration()
+	if !q.hasTok || !ok || q.iters <= 1 {
+		return nil
+	}
+	ts := linspace(q.first, q.last, q.iters)[1:]
+	out := make([]wv, len(ts))
+	for i, t := range ts {
+		out[i] = wv{t, tpi}
+	}
+	return out
+}
+
+func (q *glReq) outputTimings() []wv {
+	out, _ := q.outputTokens()
+	if !q.hasTok || q.iters <= 1 {
+		t := q.end
+		if q.hasTok {
+			t = q.last
+		}
+		return []wv{{t, float64(out)}}
+	}
+	first := 0.0
+	if out != 0 {
+		first = 1
+	}
+	return append([]wv{{q.first, first}}, q.iterTimings()...)
+}
+
+// glRequests builds the per-request stats from the Result.
+func glRequests(r *metrics.Result, run *metrics.RunInfo) (succ, errd []*glReq) {
+	for i := range r.Requests {
+		p := &r.Requests[i]
+		conv, turn := run.ConversationOf(p.Index)
+		q := &glReq{
+			id: strconv.FormatInt(p.Index, 10), conv: strconv.FormatInt(conv, 10), turn: turn,
+			queued: run.UnixSeconds(p.Start - p.QueueTime),
+			start:  run.UnixSeconds(p.Start), end: run.UnixSeconds(p.End),
+			prompt: p.InputTokens, cached: p.CachedTokens,
+		}
+		if !p.Success {
+			q.errored, q.err = true, p.Error
+			errd = append(errd, q)
+			continue
+		}
+		q.hasTok = true
+		q.first = run.UnixSeconds(p.Start + p.TTFT)
+		q.last = q.end
+		q.iters = p.OutputTokens
+		if r.Detailed {
+			q.iters = len(p.ITLs) + 1
+		}
+		q.output, q.hasOutput = p.OutputTokens, true
+		succ = append(succ, q)
+	}
+	return succ, errd
+}
+
+// glMetric is one named StatusDistributionSummary of GenerativeMetrics.
+type glMetric struct {
+	name string
+	st   glStatus
+}
+
+// glWindow is the measured window: first request start, last request end.
+func glWindow(succ, errd []*glReq) (float64, float64, bool) {
+	start, end := math.Inf(1), math.Inf(-1)
+	for _, l := range [][]*glReq{succ, errd} {
+		for _, q := range l {
+			start, end = min(start, q.start), max(end, q.end)
+		}
+	}
+	return start, end, len(succ)+len(errd) > 0
+}
+
+// glMetrics compiles GenerativeMetrics in the report's key order.
+func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
+	vals := func(fn func(q *glReq) []wv) glStatus {
+		collect := func(l []*glReq) []wv {
+			var out []wv
+			for _, q := range l {
+				out = append(out, fn(q)...)
+			}
+			return out
+		}
+		return glStatusValues(collect(succ), collect(errd))
+	}
+	rate := func(fn func(q *glReq) []wv, window bool) glStatus {
+		collect := func(l []*glReq) []wv {
+			var out []wv
+			for _, q := range l {
+				out = append(out, fn(q)...)
+			}
+			return out
+		}
+		if window {
+			return glStatusRate(collect(succ), collect(errd), &start, &end)
+		}
+		return glStatusRate(collect(succ), collect(errd), nil, nil)
+	}
+	one := func(v float64, _ bool) []wv { return []wv{{v, 1}} }
+	orZero := func(v float64, ok bool) float64 {
+		if !ok {
+			return 0
+		}
+		return v
+	}
+	intervals := func(l []*glReq) []glInterval {
+		out := make([]glInterval, len(l))
+		for i, q := range l {
+			out[i] = glInterval{q.start, q.end, 1}
+		}
+		return out
+	}
+	outTok := func(q *glReq) float64 {
+		o, _ := q.outputTokens()
+		return float64(o)
+	}
+	var ms []glMetric
+	add := func(name string, st glStatus) { ms = append(ms, glMetric{name, st}) }
+	add("requests_per_second", rate(func(q *glReq) []wv { return []wv{{q.end, 1}} }, true))
+	add("request_concurrency", glStatusConcurrency(intervals(succ), intervals(errd), &start, &end))
+	add("request_latency", vals(func(q *glReq) []wv { return one(q.latency(), true) }))
+	add("request_streaming_iterations_count", vals(func(q *glReq) []wv { return one(float64(q.iters), true) }))
+	add("prompt_token_count", vals(func(q *glReq) []wv { return one(float64(q.prompt), true) }))
+	add("output_token_count", vals(func(q *glReq) []wv { return one(outTok(q), true) }))
+	add("total_token_count", vals(func(q *glReq) []wv { return one(float64(q.prompt)+outTok(q), true) }))
+	add("time_to_first_token_ms", vals(func(q *glReq) []wv { return one(orZero(q.ttftMS()), true) }))
+	add("time_to_first_output_token_ms", vals(func(q *glReq) []wv { return one(orZero(q.ttftMS()), true) }))
+	add("time_per_output_token_ms", vals(func(q *glReq) []wv { return []wv{{orZero(q.tpotMS()), outTok(q)}} }))
+	add("inter_token_latency_ms", vals(func(q *glReq) []wv {
+		o, ok := q.outputTokens()
+		w := 1.0
+		if ok && o != 0 {
+			w = float64(o)
+		}
+		return []wv{{orZero(q.itlMS()), w - 1.0}}
+	}))
+	add("time_to_last_round_trip_ms", vals(func(q *glReq) []wv { return one(0, true) }))
+	add("avg_round_trip_time_ms", vals(func(q *glReq) []wv { return one(0, true) }))
+	add("prompt_tokens_per_second", rate(func(q *glReq) []wv { return []wv{q.promptTiming()} }, false))
+	add("output_tokens_per_second", rate(func(q *glReq) []wv { return q.outputTimings() }, false))
+	add("tokens_per_second", rate(func(q *glReq) []wv { return append([]wv{q.promptTiming()}, q.outputTimings()...) }, false))
+	add("output_tokens_per_iteration", vals(func(q *glReq) []wv {
+		var out []wv
+		for _, t := range q.outputTimings() {
+			out = append(out, wv{t.w, 1})
+		}
+		return out
+	}))
+	add("iter_tokens_per_iteration", vals(func(q *glReq) []wv {
+		var out []wv
+		for _, t := range q.iterTimings() {
+			out = append(out, wv{t.w, 1})
+		}
+		return out
+	}))
+	return ms
+}
+
+// glUnit is the unit of a GenerativeMetrics entry.
+func glUnit(name string) string {
+	switch name {
+	case "request_totals", "request_concurrency":
+		return "requests"
+	case "requests_per_second":
+		return "requests/s"
+	case "request_latency":
+		return "s"
+	case "request_streaming_iterations_count":
+		return "iterations"
+	case "prompt_token_count", "output_token_count", "total_token_count":
+		return "tokens"
+	case "prompt_tokens_per_second", "output_tokens_per_second", "tokens_per_second":
+		return "tokens/s"
+	case "output_tokens_per_iteration", "iter_tokens_per_iteration":
+		return "tokens/iteration"
+	}
+	if len(name) > 3 && name[len(name)-3:] == "_ms" {
+		return "ms"
+	}
+	return ""
+}
+
+func (d *glDist) jsonObj() *jsonx.Obj {
+	p := jsonx.NewObj()
+	for i, n := range glPctNames {
+		p.Set(n, d.P[i])
+	}
+	return jsonx.NewObj().
+		Set("mean", d.Mean).Set("median", d.Median).Set("mode", d.Mode).
+		Set("variance", d.Variance).Set("std_dev", d.StdDev).
+		Set("min", d.Min).Set("max", d.Max).Set("count", d.Count).
+		Set("total_sum", d.TotalSum).Set("percentiles", p).Set("pdf", nil)
+}
+
+func (s *glStatus) jsonObj() *jsonx.Obj {
+	return jsonx.NewObj().
+		Set("successful", s.Successful.jsonObj()).
+		Set("errored", s.Errored.jsonObj()).
+		Set("incomplete", s.Incomplete.jsonObj()).
+		Set("total", s.Total.jsonObj())
+}
+
+func optFloat(v float64, ok bool) any {
+	if !ok {
+		return nil
+	}
+	return v
+}
+
+func (q *glReq) jsonObj() *jsonx.Obj {
+	timings := jsonx.NewObj().
+		Set("targeted_start", q.queued).Set("queued", q.queued).
+		Set("dequeued", q.start).Set("scheduled_at", q.start).
+		Set("resolve_start", q.start).Set("request_start", q.start)
+	if q.hasTok {
+		timings.Set("first_request_iteration", q.first).Set("first_token_iteration", q.first).
+			Set("first_output_token_iteration", q.first).
+			Set("last_token_iteration", q.last).Set("last_request_iteration", q.last)
+	} else {
+		timings.Set("first_request_iteration", nil).Set("first_token_iteration", nil).
+			Set("first_output_token_iteration", nil).
+			Set("last_token_iteration", nil).Set("last_request_iteration", nil)
+	}
+	timings.Set("request_iterations", q.iters).Set("token_iterations", q.iters).
+		Set("request_end", q.end).Set("resolve_end", q.end).Set("finalized", q.end)
+	status := "completed"
+	var errMsg any
+	if q.errored {
+		status, errMsg = "errored", q.err
+	}
+	info := jsonx.NewObj().
+		Set("request_id", q.id).Set("conversation_id", q.conv).Set("turn_index", q.turn).
+		Set("status", status).Set("scheduler_node_id", 0).Set("scheduler_process_id", 0).
+		Set("scheduler_start_time", q.schedulerT0).Set("timings", timings).
+		Set("error", errMsg).Set("traceback", nil).
+		Set("started_at", q.start).Set("completed_at", q.end)
+	in := jsonx.NewObj().Set("text_tokens", q.prompt).Set("cached_tokens", q.cached).Set("total_tokens", q.prompt)
+	out := jsonx.NewObj().Set("text_tokens", nil).Set("total_tokens", nil)
+	if q.hasOutput {
+		out = jsonx.NewObj().Set("text_tokens", q.output).Set("total_tokens", q.output)
+	}
+	o := jsonx.NewObj().
+		Set("type_", "generative_request_stats").
+		Set("request_id", q.id).Set("response_id", nil).Set("request_args", nil).Set("output", nil).
+		Set("info", info).Set("input_metrics", in).Set("output_metrics", out).
+		Set("request_start_time", q.start).Set("request_end_time", q.end).
+		Set("request_latency", q.latency()).Set("prompt_tokens", q.prompt)
+	if ot, ok := q.outputTokens(); ok {
+		o.Set("output_tokens", ot).Set("total_tokens", q.prompt+ot)
+	} else {
+		o.Set("output_tokens", nil).Set("total_tokens", q.prompt)
+	}
+	o.Set("time_to_first_token_ms", optFloat(q.ttftMS())).
+		Set("time_per_output_token_ms", optFloat(q.tpotMS())).
+		Set("inter_token_latency_ms", optFloat(q.itlMS()))
+	var tps, otps any
+	if lat := q.latency(); lat != 0 {
+		ot, ok := q.outputTokens()
+		tps = float64(q.prompt+ot) / lat
+		if ok {
+			otps = float64(ot) / lat
+		}
+	}
+	o.Set("tokens_per_second", tps).Set("output_tokens_per_second", otps).
+		Set("time_to_first_output_token_ms", optFloat(q.ttftMS())).
+		Set("iter_tokens_per_iteration", optFloat(q.iterTokensPerIteration())).
+		Set("output_tokens_per_iteration", optFloat(q.outputTokensPerIteration()))
+	return o
+}
+
+// glStrategy is the scheduling strategy guidellm would name for the load.
+func glStrategy(r *metrics.Result) *jsonx.Obj {
+	switch {
+	case r.MaxConcurrency > 0 && math.IsInf(r.RequestRate, 1):
+		return jsonx.NewObj().Set("type_", "concurrent").Set("worker_count", 1).
+			Set("max_concurrency", r.MaxConcurrency).Set("streams", r.MaxConcurrency).Set("rampup_duration", 0.0)
+	case math.IsInf(r.RequestRate, 1) || r.RequestRate <= 0:
+		return jsonx.NewObj().Set("type_", "throughput").Set("worker_count", 1).
+			Set("max_concurrency", nil).Set("rampup_duration", 0.0)
+	}
+	kind := "poisson"
+	if r.Burstiness == 0 || math.IsInf(r.Burstiness, 1) {
+		kind = "constant"
+	}
+	var mc any
+	if r.MaxConcurrency > 0 {
+		mc = r.MaxConcurrency
+	}
+	return jsonx.NewObj().Set("type_", kind).Set("worker_count", 1).
+		Set("max_concurrency", mc).Set("rate", r.RequestRate).Set("rampup_duration", 0.0)
+}
+
+// Encode renders the report (ReportFile).
+func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
+	succ, errd := glRequests(r, run)
+	start, end, ok := glWindow(succ, errd)
+	if !ok {
+		start, end = run.UnixSeconds(0), run.UnixSeconds(0)
+	}
+	for _, l := range [][]*glReq{succ, errd} {
+		for _, q := range l {
+			q.schedulerT0 = start
+		}
+	}
+	model := run.ModelName(r)
+	strategy := glStrategy(r)
+	backend := jsonx.NewObj().Set("kind", "openai_http").Set("target", "blis://simulated").
+		Set("model", model).Set("request_format", "/v1/completions")
+	profile := jsonx.NewObj().Set("kind", strategy.Vals[0])
+	data := jsonx.NewObj().Set("kind", "synthetic_text").Set("prompt_tokens", run.ISL).Set("output_tokens", run.OSL)
+	report := jsonx.NewObj().
+		Set("metadata", jsonx.NewObj().Set("version", 2).Set("guidellm_version", run.ToolVersion()).
+			Set("python_version", "").Set("platform", "blis")).
+		Set("config", jsonx.NewObj().
+			Set("metadata", jsonx.NewObj().Set("labels", jsonx.NewObj())).
+			Set("spec", jsonx.NewObj().
+				Set("backend", backend).
+				Set("profile", profile).
+				Set("constraints", []any{jsonx.NewObj().Set("kind", "max_requests").Set("stopping_scope", "current").
+					Set("count", r.Completed+r.Failed)}).
+				Set("data", []any{data}).
+				Set("seed", jsonx.NewObj().Set("kind", "static").Set("value", run.Seed)).
+				Set("outputs", []any{jsonx.NewObj().Set("kind", "json").Set("path", ReportFile)})))
+
+	ms := glMetrics(succ, errd, start, end)
+	metricsObj := jsonx.NewObj().Set("request_totals", jsonx.NewObj().
+		Set("successful", len(succ)).Set("errored", len(errd)).Set("incomplete", 0).Set("total", len(succ)+len(errd)))
+	for i := range ms {
+		metricsObj.Set(ms[i].name, ms[i].st.jsonObj())
+	}
+	reqs := func(l []*glReq) []any {
+		out := make([]any, len(l))
+		for i, q := range l {
+			out[i] = q.jsonObj()
+		}
+		return out
+	}
+	meanOf := func(f func(q *glReq) float64) float64 {
+		var s, n float64
+		for _, l := range [][]*glReq{succ, errd} {
+			for _, q := range l {
+				s += f(q)
+				n++
+			}
+		}
+		if n == 0 {
+			return -1.0
+		}
+		return s / n
+	}
+	n := len(succ) + len(errd)
+	runID := run.RunID(r)
+	bench := jsonx.NewObj().
+		Set("type_", "generative_benchmark").
+		Set("config", jsonx.NewObj().
+			Set("id_", runID+"-0").Set("run_id", runID).Set("run_index", 0).
+			Set("strategy", strategy).Set("constraints", jsonx.NewObj()).Set("sample_size", nil).
+			Set("warmup", jsonx.NewObj().Set("percent", nil).Set("value", nil).Set("mode", "prefer_duration")).
+			Set("cooldown", jsonx.NewObj().Set("percent", nil).Set("value", nil).Set("mode", "prefer_duration")).
+			Set("prefer_response_metrics", true).
+			Set("profile", profile).
+			Set("requests", jsonx.NewObj().Set("kind", "synthetic_text").Set("samples", -1)).
+			Set("backend", backend).
+			Set("environment", jsonx.NewObj().Set("type", "NonDistributedEnvironment"))).
+		Set("scheduler_state", jsonx.NewObj().
+			Set("node_id", 0).Set("num_processes", 1).
+			Set("start_time", start).Set("end_time", end).
+			Set("start_requests_time", start).Set("end_requests_time", end).
+			Set("end_queuing_time", end).Set("end_queuing_constraints", jsonx.NewObj()).
+			Set("end_processing_time", end).Set("end_processing_constraints", jsonx.NewObj()).
+			Set("scheduler_constraints", jsonx.NewObj()).
+			Set("progress", jsonx.NewObj().Set("remaining_requests", 0.0).Set("total_requests", float64(n)).
+				Set("remaining_duration", nil).Set("total_duration", nil).Set("stop_time", end)).
+			Set("created_requests", n).Set("queued_requests", 0).Set("pending_requests", 0).
+			Set("processing_requests", 0).Set("processed_requests", n).
+			Set("successful_requests", len(succ)).Set("errored_requests", len(errd)).Set("cancelled_requests", 0)).
+		Set("scheduler_metrics", jsonx.NewObj().
+			Set("start_time", start).Set("request_start_time", start).
+			Set("measure_start_time", start).Set("measure_end_time", end).
+			Set("request_end_time", end).Set("end_time", end).
+			Set("requests_made", jsonx.NewObj().Set("successful", len(succ)).Set("errored", len(errd)).
+				Set("incomplete", 0).Set("total", n)).
+			Set("queued_time_avg", meanOf(func(q *glReq) float64 { return q.start - q.queued })).
+			Set("resolve_start_delay_avg", 0.0).Set("resolve_targeted_start_delay_avg", 0.0).
+			Set("request_start_delay_avg", 0.0).Set("request_targeted_start_delay_avg", 0.0).
+			Set("request_time_avg", meanOf(func(q *glReq) float64 { return q.latency() })).
+			Set("resolve_end_delay_avg", 0.0).
+			Set("resolve_time_avg", meanOf(func(q *glReq) float64 { return q.latency() })).
+			Set("finalized_delay_avg", 0.0).Set("processed_delay_avg", 0.0)).
+		Set("metrics", metricsObj).
+		Set("requests", jsonx.NewObj().Set("successful", reqs(succ)).Set("errored", reqs(errd)).
+			Set("incomplete", []any{}).Set("total", nil)).
+		Set("start_time", start).Set("end_time", end).Set("duration", end-start).
+		Set("warmup_duration", 0.0).Set("cooldown_duration", 0.0)
+	report.Set("benchmarks", []any{bench})
+	var b bytes.Buffer
+	jsonx.Encode(&b, report, jsonx.PyIndent1)
+	b.WriteByte('\n')
+	return b.Bytes()
+}

@@ -1,0 +1,182 @@
+package guidellm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"blis/metrics"
+	"blis/metrics/format/internal/formattest"
+	"blis/metrics/format/internal/jsonx"
+)
+
+// exportTo writes the report of formattest.Result into a fresh directory.
+func exportTo(t *testing.T) (string, *metrics.Result, metrics.RunInfo) {
+	t.Helper()
+	res, run := formattest.Result(t)
+	return formattest.Dir(t, map[string][]byte{ReportFile: Encode(res, &run)}), res, run
+}
+
+// glWant flattens the written guidellm metrics as the reader names them.
+func glWant(res *metrics.Result, run *metrics.RunInfo) []metrics.MeasuredMetric {
+	succ, errd := glRequests(res, run)
+	start, end, _ := glWindow(succ, errd)
+	p := "benchmarks[0]."
+	out := []metrics.MeasuredMetric{
+		{Name: p + "request_totals.successful", Unit: "requests", Value: float64(len(succ))},
+		{Name: p + "request_totals.errored", Unit: "requests", Value: float64(len(errd))},
+		{Name: p + "request_totals.incomplete", Unit: "requests", Value: 0},
+		{Name: p + "request_totals.total", Unit: "requests", Value: float64(len(succ) + len(errd))},
+	}
+	for _, m := range glMetrics(succ, errd, start, end) {
+		u := glUnit(m.name)
+		for _, s := range []struct {
+			n string
+			d *glDist
+		}{{"successful", &m.st.Successful}, {"errored", &m.st.Errored}, {"incomplete", &m.st.Incomplete}, {"total", &m.st.Total}} {
+			q := p + m.name + "." + s.n + "."
+			vu := u
+			if u != "" {
+				vu = u + "^2"
+			}
+			out = append(out,
+				metrics.MeasuredMetric{Name: q + "mean", Unit: u, Value: s.d.Mean}, metrics.MeasuredMetric{Name: q + "median", Unit: u, Value: s.d.Median},
+				metrics.MeasuredMetric{Name: q + "mode", Unit: u, Value: s.d.Mode}, metrics.MeasuredMetric{Name: q + "variance", Unit: vu, Value: s.d.Variance},
+				metrics.MeasuredMetric{Name: q + "std_dev", Unit: u, Value: s.d.StdDev}, metrics.MeasuredMetric{Name: q + "min", Unit: u, Value: s.d.Min},
+				metrics.MeasuredMetric{Name: q + "max", Unit: u, Value: s.d.Max}, metrics.MeasuredMetric{Name: q + "count", Unit: "count", Value: float64(s.d.Count)},
+				metrics.MeasuredMetric{Name: q + "total_sum", Unit: u, Value: s.d.TotalSum})
+			for i, n := range glPctNames {
+				out = append(out, metrics.MeasuredMetric{Name: q + n, Unit: u, Value: s.d.P[i]})
+			}
+		}
+	}
+	return append(out, metrics.MeasuredMetric{Name: p + "start_time", Unit: "s", Value: start}, metrics.MeasuredMetric{Name: p + "end_time", Unit: "s", Value: end},
+		metrics.MeasuredMetric{Name: p + "duration", Unit: "s", Value: end - start})
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir, res, run := exportTo(t)
+	m, err := Read(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := glWant(res, &run); !slices.Equal(m.Metrics, want) {
+		for i := range min(len(m.Metrics), len(want)) {
+			if m.Metrics[i] != want[i] {
+				t.Errorf("metric %d: got %+v, want %+v", i, m.Metrics[i], want[i])
+				break
+			}
+		}
+		t.Fatalf("%d metrics read back, want %d, bit for bit", len(m.Metrics), len(want))
+	}
+	// guidellm stores Unix float seconds: near 2026 a float64 resolves
+	// 2^-22 s ≈ 0.24 µs, so times come back within that, not exactly.
+	const tol = 500
+	// Requests are written successful first, then errored.
+	var ordered metrics.Result = *res
+	ordered.Requests = nil
+	for _, ok := range []bool{true, false} {
+		for _, q := range res.Requests {
+			if q.Success == ok {
+				ordered.Requests = append(ordered.Requests, q)
+			}
+		}
+	}
+	formattest.CheckRequests(t, m.Requests, &ordered, run, run.Epoch(), tol, false)
+	for i, q := range m.Requests {
+		if w := ordered.Requests[i]; w.Success && q.Chunks != len(w.ITLs)+1 {
+			t.Errorf("request %d: %d token iterations, want %d", i, q.Chunks, len(w.ITLs)+1)
+		}
+	}
+	// Shape: the same keys, in the same order, as guidellm's own report.
+	fixture, err := os.ReadFile(filepath.Join("testdata", "guidellm_report_v2_fixture.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := jsonx.Parse(fixture)
+	b, _ := jsonx.Parse(ours)
+	ab, bb := a.Field("benchmarks").Arr[0], b.Field("benchmarks").Arr[0]
+	for _, path := range [][]string{nil, {"metrics"}, {"metrics", "time_to_first_token_ms"},
+		{"metrics", "time_to_first_token_ms", "successful"}, {"metrics", "time_to_first_token_ms", "successful", "percentiles"},
+		{"requests"}, {"scheduler_metrics"}} {
+		x, y := ab, bb
+		for _, p := range path {
+			x, y = x.Field(p), y.Field(p)
+		}
+		if !slices.Equal(x.Keys, y.Keys) {
+			t.Errorf("benchmarks[0].%s keys %v, want guidellm's %v", strings.Join(path, "."), y.Keys, x.Keys)
+		}
+	}
+	if !bytes.HasPrefix(ours, []byte("{\n \"metadata\": {\n  \"version\": 2,")) {
+		t.Errorf("not json.dump(indent=1) of a version 2 report: %q", ours[:40])
+	}
+}
+
+func TestReadFixture(t *testing.T) {
+	m, err := Read(filepath.Join("testdata", "guidellm_report_v2_fixture.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		"benchmarks[0].time_to_first_token_ms.successful.mean":  11.481165885925293,
+		"benchmarks[0].time_to_first_token_ms.successful.p50":   11.276006698608398,
+		"benchmarks[1].inter_token_latency_ms.successful.count": 14,
+		"benchmarks[1].request_totals.total":                    2,
+		"benchmarks[1].duration":                                2.5186119079589844,
+	} {
+		if got, ok := m.Metric(name); !ok || got.Value != want {
+			t.Errorf("%s = %v (%v), want %v", name, got.Value, ok, want)
+		}
+	}
+	if got, _ := m.Metric("benchmarks[0].time_to_first_token_ms.successful.p999"); got.Unit != "ms" {
+		t.Errorf("unit %q", got.Unit)
+	}
+}
+
+func TestStatisticsReproduceFixture(t *testing.T) {
+	// Benchmark 1 of guidellm's fixture: two requests whose TTFTs are the
+	// summary's min and max, and eight output tokens each.
+	a, b := 9.419918060302734, 10.147809982299805
+	d := glFromValues([]wv{{a, 1}, {b, 1}}, -1)
+	if d.Mean != 9.78386402130127 || d.Median != a || d.P[10] != b || d.P[6] != b || d.Count != 2 {
+		t.Errorf("from_values %+v", d)
+	}
+	// time_per_output_token_ms is weighted by output tokens: count 16.
+	tp := glFromValues([]wv{{1.9708573818206787, 8}, {2.3833811283111572, 8}}, -1)
+	if tp.Count != 16 || tp.Mean != 2.177119255065918 {
+		t.Errorf("weighted from_values %+v", tp)
+	}
+	// An empty distribution is all zeros with its count.
+	if z := glFromValues(nil, 0); z != (glDist{}) {
+		t.Errorf("empty %+v", z)
+	}
+	// Merging: times within 0.1 ms of a group's first join it.
+	got := glMerge([]wv{{1, 1}, {1, 2}, {1.00005, 1}, {1.0002, 1}, {2, 1}}, glThreshold)
+	if want := []wv{{1, 4}, {1.0002, 1}, {2, 1}}; !slices.Equal(got, want) {
+		t.Errorf("merge %v, want %v", got, want)
+	}
+	// Concurrency of [0,2) and [1,3) over [0,3]: 1 for 1 s, 2 for 1 s, 1 for 1 s.
+	s, e := 0.0, 3.0
+	c := glConcurrency([]glInterval{{0, 2, 1}, {1, 3, 1}}, &s, &e)
+	if c.Count != 2 || c.Mean != 4.0/3 || c.Max != 2 || c.Min != 1 {
+		t.Errorf("concurrency %+v", c)
+	}
+}
+
+// The reader names the file, line, JSON path, what it found and what it
+// wants.
+func TestReadErrorsNameFileLineAndPath(t *testing.T) {
+	dir, _, _ := exportTo(t)
+	formattest.ReadErrors(t, func(p string) error { _, err := Read(p); return err },
+		formattest.BadFile{What: "metric", Path: formattest.Mutate(t, dir, ReportFile, `"mean": `, `"mean": "x", "y": `, 1),
+			Want: []string{ReportFile + ":", "$.benchmarks[0].metrics.requests_per_second.successful.mean", "want a number"}},
+		formattest.BadFile{What: "timings", Path: formattest.Mutate(t, dir, ReportFile, `"request_start": `, `"request_start": "soon", "x": `, 1),
+			Want: []string{ReportFile + ":", "$.benchmarks[0].requests.successful[0].info.timings.request_start", "want a number, got a string"}})
+}

@@ -1,0 +1,87 @@
+package numpy
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// Expected values are numpy's (np.percentile, np.median, np.std, np.mean),
+// worked by hand from its definitions.
+func TestNumpyStats(t *testing.T) {
+	tests := []struct {
+		name   string
+		data   []float64
+		p      float64
+		pct    float64
+		median float64
+		mean   float64
+		std    float64
+	}{
+		// h = 4·0.4 = 1.6 → 20 + 0.6·(35−20) = 29, computed from b: 35 − 15·0.4.
+		{"numpy doc example", []float64{15, 20, 35, 40, 50}, 40, 29, 35, 32, 12.884098726725126},
+		// h = 3·0.99 = 2.97 → 4 − 1·0.03.
+		{"even count", []float64{4, 1, 3, 2}, 99, 3.97, 2.5, 2.5, math.Sqrt(1.25)},
+		{"p0 is min", []float64{3, 1, 2}, 0, 1, 2, 2, math.Sqrt(2.0 / 3)},
+		{"p100 is max", []float64{3, 1, 2}, 100, 3, 2, 2, math.Sqrt(2.0 / 3)},
+		{"one value", []float64{7}, 99, 7, 7, 7, 0},
+		// h = 2·0.5 = 1 exactly: the middle value.
+		{"p50 odd", []float64{10, 30, 20}, 50, 20, 20, 20, math.Sqrt(200.0 / 3)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := slices.Clone(tc.data)
+			slices.Sort(s)
+			check := func(what string, got, want float64) {
+				t.Helper()
+				if math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
+					t.Errorf("%s = %v, want %v", what, got, want)
+				}
+			}
+			check("percentile", PercentileSorted(s, tc.p), tc.pct)
+			check("median", MedianSorted(s), tc.median)
+			check("mean", Mean(tc.data), tc.mean)
+			check("std", Std(tc.data), tc.std)
+		})
+	}
+}
+
+func TestNumpyEdges(t *testing.T) {
+	if !math.IsNaN(PercentileSorted(nil, 50)) || !math.IsNaN(MedianSorted(nil)) ||
+		!math.IsNaN(Std(nil)) || !math.IsNaN(PercentileSorted([]float64{1}, 101)) {
+		t.Error("empty input or p outside [0, 100] should give NaN")
+	}
+	// _lerp computes from b when t ≥ 0.5; the two forms differ in rounding
+	// (variables, so Go does not fold the constants exactly).
+	a, b, half, quarter := 0.1, 0.7, 0.5, 0.25
+	if got, want := Lerp(a, b, half), b-(b-a)*(1-half); got != want {
+		t.Errorf("Lerp upper form: %v, want %v", got, want)
+	}
+	if got, want := Lerp(a, b, quarter), a+(b-a)*quarter; got != want {
+		t.Errorf("Lerp lower form: %v, want %v", got, want)
+	}
+}
+
+// TestPairwiseSum checks numpy's blocking: exact on integers at every size
+// that changes the recursion, and numpy's order on a case where order shows.
+func TestPairwiseSum(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 127, 128, 129, 255, 256, 1000, 4097} {
+		a := make([]float64, n)
+		for i := range a {
+			a[i] = float64(i + 1)
+		}
+		if got, want := Sum(a), float64(n*(n+1)/2); got != want {
+			t.Errorf("n=%d: sum %v, want %v", n, got, want)
+		}
+	}
+	// 8 accumulators: r0 = 1e16 + 1 rounds back to 1e16 (ties to even),
+	// r1..r7 = 1 + 1, then pairs: 1e16 + 14. A naive loop absorbs every 1.
+	a := make([]float64, 16)
+	a[0] = 1e16
+	for i := 1; i < 16; i++ {
+		a[i] = 1
+	}
+	if got, want := Sum(a), 1e16+14; got != want {
+		t.Errorf("pairwise order: got %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,92 @@
+package pytext
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+func TestFloat(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0.0"}, {math.Copysign(0, -1), "-0.0"}, {1, "1.0"}, {-2, "-2.0"}, {0.1, "0.1"},
+		{0.30000000000000004, "0.30000000000000004"}, {233.33333333333334, "233.33333333333334"},
+		{1e-4, "0.0001"}, {1e-5, "1e-05"}, {1.5e-7, "1.5e-07"}, {1e15, "1000000000000000.0"},
+		{1e16, "1e+16"}, {2.5e20, "2.5e+20"}, {123456789.125, "123456789.125"}, {5e-324, "5e-324"},
+	}
+	for _, tc := range tests {
+		if got := Float(tc.in); got != tc.want {
+			t.Errorf("Float(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestJSONStringASCII(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"caf\u00e9", `"caf\u00e9"`},
+		{"\U0001F600", `"\ud83d\ude00"`},
+		{"<&>", `"<&>"`},
+		{"a\"b\\c\n\t\r\b\f", `"a\"b\\c\n\t\r\b\f"`},
+		{"\x01\x7f", `"\u0001\u007f"`},
+		{"\xff", `"\ufffd"`},
+	}
+	for _, tc := range tests {
+		var b bytes.Buffer
+		WriteJSONString(&b, tc.in, true)
+		if b.String() != tc.want {
+			t.Errorf("WriteJSONString(%q, ascii) = %s, want %s", tc.in, b.String(), tc.want)
+		}
+	}
+}
+
+// The orjson-style writer keeps UTF-8 and escapes only controls.
+func TestJSONStringUTF8(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a\"b\\c", `"a\"b\\c"`},
+		{"tab\tnl\n\x01\x7f", "\"tab\\tnl\\n\\u0001\x7f\""},
+		{"héllo 世界 🙂", "\"héllo 世界 🙂\""},
+		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
+	} {
+		var b bytes.Buffer
+		WriteJSONString(&b, tc.in, false)
+		if b.String() != tc.want {
+			t.Errorf("WriteJSONString(%q, utf-8) = %s, want %s", tc.in, b.String(), tc.want)
+		}
+	}
+}
+
+func TestFixed2(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want string
+	}{
+		{0, "0.00"}, {1, "1.00"}, {2.675, "2.67"}, {0.125, "0.12"}, {0.375, "0.38"}, {-0.001, "-0.00"},
+		{1234567.891, "1234567.89"}, {math.NaN(), "nan"}, {math.Inf(1), "inf"}, {math.Inf(-1), "-inf"},
+	} {
+		if got := Fixed2(tc.in); got != tc.want {
+			t.Errorf("Fixed2(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestISOFormat(t *testing.T) {
+	const y2026 = 1767225600 * int64(1e9)
+	for _, tc := range []struct {
+		ns   int64
+		want string
+	}{
+		{y2026, "2026-01-01T00:00:00"},
+		{y2026 + 123456789, "2026-01-01T00:00:00.123457"},
+		{y2026 + 500, "2026-01-01T00:00:00"},         // half a microsecond to the even 0
+		{y2026 + 1500, "2026-01-01T00:00:00.000002"}, // half to the even 2
+		{y2026 + 999_999_500, "2026-01-01T00:00:01"}, // rounds into the next second
+		{-1, "1970-01-01T00:00:00"},
+	} {
+		if got := ISOFormat(tc.ns); got != tc.want {
+			t.Errorf("ISOFormat(%d) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+}
