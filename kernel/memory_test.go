@@ -338,13 +338,13 @@ func TestGraphKVBytesMatchShape(t *testing.T) {
 	}
 }
 
-// GPU KV cache sizes reported in public vLLM start-up logs
-// (shared/data/vllm-logs/kv_cache_facts.csv) for every row whose model and
-// chip are in the catalog. ±5 % is asserted only where the deployment is
+// GPU KV cache sizes reported in public vLLM start-up logs (the issue
+// threads named per row) for every published start-up whose model and chip
+// are in the catalog. ±5 % is asserted only where the deployment is
 // stated and physically comparable with BLIS's defaults; the table is
 // logged for the record (go test -v -run KVPoolAgainstPublishedLogs).
 //
-// The other rows of the table have a chip outside the catalog (RTX 3090 /
+// The other published start-ups found have a chip outside the catalog (RTX 3090 /
 // 4090 / 5090 / PRO 6000, L40S, T4, A100 40 GB, GB10, AMD), a model outside
 // it (AWQ/GPTQ/NVFP4 checkpoints, Qwen3-14B, Qwen3-VL, MiniMax-M2.7,
 // DeepSeek-V4, Granite, unnamed models) or the V0 engine.

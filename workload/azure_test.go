@@ -127,7 +127,7 @@ func TestAzureSamples(t *testing.T) {
 }
 
 func TestAzureRealTraces(t *testing.T) {
-	for _, p := range []string{"../../shared/data/traces/AzureLLMInferenceTrace_code.csv", "../../shared/data/traces/AzureLLMInferenceTrace_conv.csv"} {
+	for _, p := range []string{"testdata/azure_code_head200.csv", "testdata/azure_conv_head200.csv"} {
 		t.Run(p, func(t *testing.T) { checkAzureFile(t, p) })
 	}
 }

@@ -376,7 +376,7 @@ func TestMooncakeSamples(t *testing.T) {
 }
 
 func TestMooncakeRealTraces(t *testing.T) {
-	for _, p := range []string{"../../shared/data/traces/mooncake_conversation_trace.jsonl", "../../shared/data/traces/mooncake_synthetic_trace.jsonl"} {
+	for _, p := range []string{"testdata/mooncake_conversation_trace.jsonl", "testdata/mooncake_synthetic_head200.jsonl"} {
 		t.Run(p, func(t *testing.T) { checkMooncakeFile(t, p) })
 	}
 }
