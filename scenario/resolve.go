@@ -42,6 +42,11 @@ const (
 	smallDefaultMaxSeqs   = 256
 )
 
+// DefaultNumPrompts is vllm bench serve's --num-prompts (1000), which the
+// datasets it samples (random, sharegpt, prefix_repetition) take when
+// --num-prompts is left at 0; traces replay every record.
+const DefaultNumPrompts = 1000
+
 func bad(key, value, msg string) error { return &InputError{Key: "--" + key, Value: value, Msg: msg} }
 
 // Resolve checks s and binds it to the catalog. Every error is an
@@ -137,7 +142,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	r.Random = workload.RandomSpec{
 		InputLen: s.RandomInputLen, OutputLen: s.RandomOutputLen,
 		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
-		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, 1000),
+		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, DefaultNumPrompts),
 		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
 	}
 	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {

@@ -108,9 +108,25 @@ type Scenario struct {
 	ExportDir      string
 }
 
-// Defaults returns vLLM's own defaults (vllm serve / vllm bench serve as of
-// v0.11, async scheduling as of v0.14), which apply to every key a scenario
-// leaves out.
+// Defaults is the one set of defaults: every key a command line or a
+// scenario file leaves out keeps its value here, so `blis run`, `blis run
+// empty.yaml` and `blis run --model X` simulate the same load, and --help and
+// docs/flags.md print these values.
+//
+// They are vLLM's own where vLLM has one: `vllm serve`'s engine arguments
+// (v0.11; async scheduling as of v0.14) and `vllm bench serve`'s
+// (vllm-project/vllm main @ 009e6d4a1cd6, vllm/benchmarks/serve.py
+// add_cli_args, and @ 0056b87fc1fd, datasets.py add_dataset_parser):
+// --dataset-name random, --random-input-len 1024, --random-output-len 128,
+// --random-range-ratio 0, --num-prompts 1000 (NumPrompts 0 here: the
+// dataset's own count, 1000 for the datasets vllm bench samples, every record
+// of a trace), no --max-concurrency, --request-rate inf, --burstiness 1,
+// --num-warmups 0, --seed 0. BLIS's own apply only where
+// vLLM has none: the model (vLLM requires one) and the chip, the step model,
+// the frontend latency, aiperf's client settings (aiperf's defaults), and
+// the reported percentiles: BLIS prints P50, P90, P95 and P99 of TTFT, TPOT,
+// ITL and E2EL where vllm bench prints P99 of TTFT, TPOT and ITL (the
+// shared rows are the same numbers).
 func Defaults() Scenario {
 	return Scenario{
 		// vLLM ≥ 0.14 (vllm/config/vllm.py, SchedulerConfig.async_scheduling
@@ -350,6 +366,9 @@ func (s *Scenario) ApplyYAML(file string, data []byte, skip func(name string) bo
 		return nil
 	}
 	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil // a document with no keys ("---"): all defaults
+	}
 	if root.Kind != yaml.MappingNode {
 		return &InputError{File: file, Line: root.Line, Msg: "a scenario is a mapping of keys to values (key: value lines)"}
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +19,6 @@ import (
 	"blis/kernel"
 	"blis/metrics"
 	"blis/scenario"
-	"blis/workload"
 )
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -26,12 +27,12 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [scenario.yaml]",
 		Short: "Simulate a vllm bench serve run against one vLLM replica",
-		Long: `Simulate what ` + "`vllm bench serve`" + ` would measure against one vLLM replica.
+		Long: `Simulate what ` + "`vllm bench serve`" + ` would measure against a vLLM deployment.
 
-With no scenario file, BLIS runs its embedded default: Llama-3.1-8B on one
-H100, random 1024-token prompts and 256-token outputs, 32 concurrent
-requests. Flags use the names of vllm serve and vllm bench serve and
-override the scenario file's keys, which use the same names.`,
+Flags use the names of vllm serve and vllm bench serve; a scenario file
+holds the same keys, and flags override it. Every key left out takes one
+default, the same with or without a file: vLLM's own where vLLM has one.
+With no flags BLIS simulates ` + defaultRunText() + `.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{fmt.Errorf("run takes at most one scenario file, got %d arguments: %s", len(args), strings.Join(args, " "))}
@@ -39,30 +40,17 @@ override the scenario file's keys, which use the same names.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, data := "default.yaml (embedded)", scenario.DefaultYAML
 			if len(args) == 1 {
-				file = args[0]
-				b, err := os.ReadFile(file)
+				file := args[0]
+				data, err := os.ReadFile(file)
 				if err != nil {
 					return &scenario.InputError{File: file, Msg: "cannot read the scenario: " + errors.Unwrap(err).Error()}
 				}
-				data = b
-			}
-			fs := cmd.Flags()
-			changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
-			skip := changed
-			if len(args) == 0 && s.Dataset() != workload.DatasetRandom {
-				// The embedded default's load (random lengths, 1000 prompts,
-				// 32 concurrent) describes its random workload, not the
-				// dataset or trace the user named: keep only its deployment.
-				group := map[string]string{}
-				for _, st := range s.Settings() {
-					group[st.Name] = st.Group
+				fs := cmd.Flags()
+				changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
+				if err := s.ApplyYAML(file, data, changed); err != nil {
+					return err
 				}
-				skip = func(name string) bool { return changed(name) || group[name] == "bench" }
-			}
-			if err := s.ApplyYAML(file, data, skip); err != nil {
-				return err
 			}
 			return runScenario(s, dryRun, stdout, stderr)
 		},
@@ -71,6 +59,22 @@ override the scenario file's keys, which use the same names.`,
 	bindSettings(cmd.Flags(), &s)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "resolve the deployment and print the memory plan without simulating")
 	return cmd
+}
+
+// defaultRunText describes what `blis run` simulates with no flags, from
+// scenario.Defaults().
+func defaultRunText() string {
+	d := scenario.Defaults()
+	rate := "all at once (--request-rate inf)"
+	if !math.IsInf(d.RequestRate, 1) {
+		rate = fmt.Sprintf("at %g requests/s", d.RequestRate)
+	}
+	cc := "no concurrency cap"
+	if d.MaxConcurrency > 0 {
+		cc = fmt.Sprintf("at most %d in flight", d.MaxConcurrency)
+	}
+	return fmt.Sprintf("%s on %d× %s, serving %d random prompts of %d tokens in and %d out, sent %s with %s, seed %d",
+		d.Model, d.TensorParallelSize, strings.ToUpper(d.Hardware), scenario.DefaultNumPrompts, d.RandomInputLen, d.RandomOutputLen, rate, cc, d.Seed)
 }
 
 func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) error {
@@ -112,7 +116,9 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 	}
 	summary := rec.Summarize(metrics.SummaryInput{
 		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID, TokenizerID: res.Model.ID,
-		NumPrompts: s.NumPrompts, RequestRate: s.RequestRate, Burstiness: s.Burstiness,
+		// vLLM writes --num-prompts; left at 0 (the dataset's own count) it
+		// is the number of requests the timed run sent.
+		NumPrompts: cmp.Or(s.NumPrompts, int(out.Sent)), RequestRate: s.RequestRate, Burstiness: s.Burstiness,
 		MaxConcurrency:     s.MaxConcurrency,
 		GPUKVCacheTokens:   res.Memory.KVTokens,
 		NumPreemptions:     int(out.Engine.Preemptions),
