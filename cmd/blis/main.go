@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"blis/scenario"
 )
@@ -83,7 +82,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout), newVersionCmd(stdout), newFlagsCmd(stdout))
 	return root
 }
 
@@ -95,20 +94,5 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Run: func(*cobra.Command, []string) {
 			fmt.Fprintln(stdout, "blis", buildVersion())
 		},
-	}
-}
-
-// bindSettings registers every scenario key as a flag, with vLLM's
-// --no-<name> spelling for booleans.
-func bindSettings(fs *pflag.FlagSet, s *scenario.Scenario) {
-	for _, st := range s.Settings() {
-		f := fs.VarPF(st.Value, st.Name, "", st.Usage)
-		if st.Value.Type() == "bool" {
-			f.NoOptDefVal = "true"
-		}
-		if st.Neg != nil {
-			nf := fs.VarPF(st.Neg, "no-"+st.Name, "", "turn off --"+st.Name)
-			nf.NoOptDefVal = "true"
-		}
 	}
 }

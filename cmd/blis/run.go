@@ -58,6 +58,7 @@ With no flags BLIS simulates ` + defaultRunText() + `.`,
 	cmd.Flags().SortFlags = false // keep the settings table's order: serve, bench, trace, client, output
 	bindSettings(cmd.Flags(), &s)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "resolve the deployment and print the memory plan without simulating")
+	cmd.SetUsageFunc(runUsage)
 	return cmd
 }
 
