@@ -29,6 +29,9 @@ type Resolved struct {
 	Pricer     kernel.Pricer
 	// Source yields the scenario's requests; it is single-use.
 	Source workload.Source
+	// Notes are INFO lines for stderr: settings accepted that change
+	// nothing in a simulation, fallbacks taken.
+	Notes []string
 }
 
 // vLLM's batch defaults for `vllm serve` (OPENAI_API_SERVER usage context),
@@ -52,7 +55,10 @@ func bad(key, value, msg string) error { return &InputError{Key: "--" + key, Val
 // Resolve checks s and binds it to the catalog. Every error is an
 // *InputError naming the flag.
 func (s Scenario) Resolve() (*Resolved, error) {
-	r := &Resolved{Scenario: s}
+	if err := s.applyGenericLengths(); err != nil {
+		return nil, err
+	}
+	r := &Resolved{Scenario: s, Notes: s.benchNotes()}
 	var err error
 	if r.Model, err = catalog.LookupModel(s.Model); err != nil {
 		return nil, bad("model", s.Model, err.Error())
@@ -61,6 +67,9 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		return nil, bad("hardware", s.Hardware, err.Error())
 	}
 	if err := s.checkRanges(); err != nil {
+		return nil, err
+	}
+	if err := s.checkBackend(); err != nil {
 		return nil, err
 	}
 

@@ -63,6 +63,16 @@ type Scenario struct {
 	Seed              int64
 	MetricPercentiles []float64
 	PercentileMetrics string
+	Backend           string // --backend: one of Backends(), written as the result's backend
+	Endpoint          string // --endpoint: checked against Backend, else no effect
+	InputLen          int    // --input-len: sets RandomInputLen (0: unset)
+	OutputLen         int    // --output-len: sets the datasets' output lengths (0: unset)
+	IgnoreEOS         bool   // --ignore-eos: BLIS always honours output lengths
+	Goodput           []SLO  // --goodput objectives
+	Tokenizer         string // --tokenizer: written as tokenizer_id (default: the model)
+	// NoEffect holds the vllm bench serve flags given that a simulation
+	// cannot honour (noEffectFlags), by name.
+	NoEffect map[string]string
 
 	// traces and other datasets (vllm bench / aiperf / inference-perf names)
 	DatasetPath              string
@@ -107,6 +117,9 @@ type Scenario struct {
 	ResultFilename string
 	Export         string // comma list of export formats
 	ExportDir      string
+	Label          string // --label
+	Metadata       []KV   // --metadata, in the order given
+	AppendResult   bool   // --append-result
 }
 
 // Defaults is the one set of defaults: every key a command line or a
@@ -154,6 +167,8 @@ func Defaults() Scenario {
 		Burstiness:        1,
 		MetricPercentiles: []float64{50, 90, 95, 99},
 		PercentileMetrics: "ttft,tpot,itl,e2el",
+		Backend:           "openai",          // vllm bench serve --backend
+		Endpoint:          "/v1/completions", // vllm bench serve --endpoint
 		StepModel:         "auto",
 		MoEBackend:        "auto",
 		// vllm-project/vllm#54628 (2026): vllm bench serve's client TTFT
@@ -206,6 +221,7 @@ func Groups() []Group {
 		{"client", "Client (aiperf)"},
 		{"blis", "BLIS"},
 		{"output", "Output"},
+		{"noeffect", "vllm bench serve flags accepted with no effect in a simulation"},
 	}
 }
 
@@ -261,7 +277,8 @@ func (s *Scenario) Settings() []Setting {
 	fsao, _ := b(&s.FixedScheduleAutoOffset)
 	tsi, _ := b(&s.TraceSkipInvalid)
 	ds, _ := b(&s.DisableShuffle)
-	return []Setting{
+	b1 := func(p *bool) Value { return boolValue{p: p} }
+	out := []Setting{
 		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (any case) or a short alias such as llama-3.1-70b or qwen3-32b; `blis catalog list` lists them: " + modelNames()},
 		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: " + chipNames() + " (any case; h100_sxm style accepted)"},
 		{Name: "tensor-parallel-size", Group: "serve", Value: intValue{&s.TensorParallelSize}, Usage: "GPUs per replica (tensor parallelism); -tp works too"},
@@ -298,6 +315,13 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "seed", Group: "bench", Value: int64Value{&s.Seed}, Usage: "random seed: same seed, same output, byte for byte"},
 		{Name: "metric-percentiles", Group: "bench", Value: floatListValue{&s.MetricPercentiles}, Usage: "comma-separated percentiles to report"},
 		{Name: "percentile-metrics", Group: "bench", Value: stringValue{&s.PercentileMetrics}, Usage: "comma-separated metrics printed with percentiles: ttft, tpot, itl, e2el"},
+		{Name: "goodput", Group: "bench", Value: goodputValue{&s.Goodput}, Usage: "service level objectives as KEY:MS pairs (ttft, tpot, e2el), several after one flag as in vLLM (--goodput ttft:200 tpot:50); adds request_goodput: completed requests meeting all of them per second", Zero: "none"},
+		{Name: "backend", Group: "bench", Value: stringValue{&s.Backend}, Usage: "vLLM's request function: " + strings.Join(Backends(), ", ") + " (text generation; BLIS simulates one engine behind any of them); written as the result's backend and endpoint_type"},
+		{Name: "endpoint", Group: "bench", Value: stringValue{&s.Endpoint}, Usage: "API path; checked against --backend as vLLM checks it, otherwise no effect"},
+		{Name: "input-len", Group: "bench", Value: intValue{&s.InputLen}, Usage: "vLLM's generic prompt length: sets --random-input-len", Zero: "none"},
+		{Name: "output-len", Group: "bench", Value: intValue{&s.OutputLen}, Usage: "vLLM's generic output length: sets --random-output-len, --sharegpt-output-len and --prefix-repetition-output-len", Zero: "none"},
+		{Name: "ignore-eos", Group: "bench", Value: b1(&s.IgnoreEOS), Usage: "accepted; BLIS always generates exactly the requested output tokens, with or without it (vllm bench sets it itself for random prompts)"},
+		{Name: "tokenizer", Group: "bench", Value: stringValue{&s.Tokenizer}, Usage: "written as the result's tokenizer_id; BLIS counts tokens and tokenizes no text", Zero: "the model"},
 
 		{Name: "dataset-path", Group: "trace", Value: stringValue{&s.DatasetPath}, Usage: "dataset or trace file (vllm bench)"},
 		{Name: "input-file", Group: "trace", Value: stringValue{&s.InputFile}, Usage: "trace file (aiperf); same as --dataset-path"},
@@ -343,7 +367,14 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "result-filename", Group: "output", Value: stringValue{&s.ResultFilename}, Usage: "name of the result JSON", Zero: "blis-<model>-<hardware>-tp<N>.json"},
 		{Name: "export", Group: "output", Value: stringValue{&s.Export}, Usage: "also write these benchmark-client formats (comma list): aiperf, guidellm, llmd, vllm, inferencex, inference-perf"},
 		{Name: "export-dir", Group: "output", Value: stringValue{&s.ExportDir}, Usage: "directory of the --export files", Zero: "the current directory"},
+		{Name: "label", Group: "output", Value: stringValue{&s.Label}, Usage: "the result's label", Zero: "none"},
+		{Name: "metadata", Group: "output", Value: metadataValue{&s.Metadata}, Usage: "KEY=VALUE pairs written into the result JSON, several after one flag as in vLLM (--metadata version=1 tp=2)", Zero: "none"},
+		{Name: "append-result", Group: "output", Value: b1(&s.AppendResult), Usage: "append the result to an existing result file (implies --save-result)"},
 	}
+	for _, f := range noEffectFlags {
+		out = append(out, Setting{Name: f.name, Group: "noeffect", Value: noEffectValue{m: &s.NoEffect, f: f}, Usage: "accepted; no effect in a simulation: " + f.why, Zero: "none"})
+	}
+	return out
 }
 
 // secondsValue is a duration in seconds that may be "inf".
@@ -364,7 +395,7 @@ func (v secondsValue) Set(s string) error {
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%q is not a number of seconds or inf", s)
+		return fmt.Errorf("%s is not a number of seconds or inf", quote(s))
 	}
 	*v.p = f
 	return nil
@@ -450,6 +481,18 @@ func (s *Scenario) ApplyYAML(file string, data []byte, skip func(name string) bo
 		}
 		seen[name] = k.Line
 		if skip != nil && skip(name) {
+			continue
+		}
+		if v.Kind == yaml.SequenceNode && strings.HasSuffix(st.Value.Type(), "...") {
+			// A list flag (--goodput, --metadata): one item per element.
+			for _, c := range v.Content {
+				if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
+					return &InputError{File: file, Line: c.Line, Key: name, Msg: "a list may hold only plain values"}
+				}
+				if err := st.Value.Set(c.Value); err != nil {
+					return &InputError{File: file, Line: c.Line, Key: name, Value: c.Value, Msg: err.Error()}
+				}
+			}
 			continue
 		}
 		raw, err := scalarText(v)

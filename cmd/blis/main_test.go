@@ -148,6 +148,13 @@ func TestNormalizeArgs(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
+	// vLLM's several-word flags become one flag per word; a word of
+	// another shape (a scenario file) or a flag ends the list.
+	got = normalizeArgs([]string{"--goodput", "ttft:1", "tpot:2", "s.yaml", "--metadata", "a=1", "b=2", "--seed", "3", "--metadata", "odd"})
+	want = []string{"--goodput", "ttft:1", "--goodput", "tpot:2", "s.yaml", "--metadata", "a=1", "--metadata", "b=2", "--seed", "3", "--metadata", "odd"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
 }
 
 func TestExportWritesEveryFormat(t *testing.T) {

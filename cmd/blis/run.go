@@ -88,6 +88,9 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(metrics.ExportFormats(), ", ")}
 		}
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintln(stderr, n)
+	}
 	printStartup(stderr, res)
 	if dryRun {
 		return printPlan(stdout, res)
@@ -116,7 +119,8 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
 	}
 	summary := rec.Summarize(metrics.SummaryInput{
-		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID, TokenizerID: res.Model.ID,
+		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: metadataOf(s.Metadata),
+		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: goodputOf(s.Goodput),
 		// vLLM writes --num-prompts; left at 0 (the dataset's own count) it
 		// is the number of requests the timed run sent.
 		NumPrompts: cmp.Or(s.NumPrompts, int(out.Sent)), RequestRate: s.RequestRate, Burstiness: s.Burstiness,
@@ -138,7 +142,10 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	if s.SaveResult || s.SaveDetailed {
+	if s.AppendResult {
+		fmt.Fprintln(stderr, "INFO --append-result: the result file is written whole, not appended to")
+	}
+	if s.SaveResult || s.SaveDetailed || s.AppendResult {
 		path := resultPath(s, res.Model.ID)
 		if err := writeResult(path, summary, s.SaveDetailed); err != nil {
 			return err
@@ -146,6 +153,22 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "Result written to %s\n", path)
 	}
 	return nil
+}
+
+func metadataOf(kvs []scenario.KV) []metrics.KV {
+	var out []metrics.KV
+	for _, kv := range kvs {
+		out = append(out, metrics.KV{Key: kv.Key, Value: kv.Value})
+	}
+	return out
+}
+
+func goodputOf(slos []scenario.SLO) []metrics.SLO {
+	var out []metrics.SLO
+	for _, s := range slos {
+		out = append(out, metrics.SLO{Metric: s.Metric, MS: s.MS})
+	}
+	return out
 }
 
 // printClient reports on stderr what the client did besides the requests
