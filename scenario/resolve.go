@@ -100,6 +100,21 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		mns = min(mns, mnbt)
 	}
 
+	// vLLM's SchedulerConfig.verify_max_model_len (vllm/config/scheduler.py,
+	// main @ 01230b40128e), with its messages.
+	if mnbt < mns {
+		key, v := "max-num-batched-tokens", mnbt
+		if s.MaxNumBatchedTokens == 0 {
+			key, v = "max-num-seqs", mns // the token budget is vLLM's default
+		}
+		return nil, bad(key, fmt.Sprint(v), fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d)", mnbt, mns))
+	}
+	if !s.EnableChunkedPrefill && mnbt < maxLen {
+		return nil, bad("max-num-batched-tokens", fmt.Sprint(mnbt), fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). "+
+			"This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "+
+			"Please increase max_num_batched_tokens or decrease max_model_len (or enable chunked prefill).", mnbt, maxLen))
+	}
+
 	blockSize := s.BlockSize
 	if r.Model.IsDSA() {
 		// DeepSeek sparse attention runs with 64-token blocks whatever
@@ -205,6 +220,9 @@ func (s Scenario) checkRanges() error {
 	}
 	if !(s.RequestRate > 0) {
 		return bad("request-rate", fmt.Sprint(s.RequestRate), "must be > 0 requests/s, or inf")
+	}
+	if !(s.FixedScheduleSpeedup > 0) || math.IsInf(s.FixedScheduleSpeedup, 0) {
+		return bad("fixed-schedule-speedup", fmt.Sprint(s.FixedScheduleSpeedup), "must be a finite number > 0 (1: the trace's own pace)")
 	}
 	if !(s.Burstiness > 0) {
 		return bad("burstiness", fmt.Sprint(s.Burstiness), "must be > 0")

@@ -177,6 +177,8 @@ func Defaults() Scenario {
 		// +8.4 ms and +12.0 ms in two rounds; their mean.
 		FrontendLatencyMs: 10.2,
 
+		FixedScheduleSpeedup: 1, // aiperf's --fixed-schedule-speedup
+
 		ConcurrencyMode:       "auto",
 		CacheBust:             "none",
 		BenchmarkGracePeriod:  30,    // aiperf's default
@@ -330,7 +332,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "fixed-schedule-auto-offset", Group: "trace", Value: fsao, Usage: "count timestamps from the first one"},
 		{Name: "fixed-schedule-start-offset", Group: "trace", Value: int64Value{&s.FixedScheduleStartOffset}, Usage: "keep records from this timestamp on, ms"},
 		{Name: "fixed-schedule-end-offset", Group: "trace", Value: int64Value{&s.FixedScheduleEndOffset}, Usage: "keep records up to this timestamp, ms", Zero: "none"},
-		{Name: "fixed-schedule-speedup", Group: "trace", Value: floatValue{&s.FixedScheduleSpeedup}, Usage: "divide trace time offsets and delays by this", Zero: "1"},
+		{Name: "fixed-schedule-speedup", Group: "trace", Value: floatValue{&s.FixedScheduleSpeedup}, Usage: "divide trace time offsets and delays by this"},
 		{Name: "isl-block-size", Group: "trace", Value: intValue{&s.ISLBlockSize}, Usage: "tokens per mooncake hash id", Zero: "512 (aiperf's)"},
 		{Name: "trace-skip-invalid", Group: "trace", Value: tsi, Usage: "skip (and count) trace records with impossible values instead of failing"},
 		{Name: "sharegpt-output-len", Group: "trace", Value: intValue{&s.ShareGPTOutputLen}, Usage: "output length of every ShareGPT request", Zero: "the reply's length"},
@@ -421,9 +423,9 @@ func (e *InputError) Error() string {
 		b.WriteString(": ")
 	}
 	if e.Key != "" {
-		fmt.Fprintf(&b, "%s", e.Key)
+		b.WriteString(e.Key)
 		if e.Value != "" {
-			fmt.Fprintf(&b, " %q", e.Value)
+			b.WriteString(" " + quote(e.Value))
 		}
 		b.WriteString(": ")
 	}
@@ -431,10 +433,15 @@ func (e *InputError) Error() string {
 	return b.String()
 }
 
-// IsInputError reports whether err is (or wraps) bad input.
+// Is makes every InputError match workload.ErrBadInput, the one mark of
+// input a user can fix: a flag, a scenario file, a trace or dataset file.
+func (e *InputError) Is(target error) bool { return target == workload.ErrBadInput }
+
+// IsInputError reports whether err is (or wraps) bad input: an InputError
+// or any workload error about a flag or a file's content. The CLI exits 2
+// on it.
 func IsInputError(err error) bool {
-	var ie *InputError
-	return errors.As(err, &ie)
+	return errors.Is(err, workload.ErrBadInput)
 }
 
 // ApplyYAML sets s from a scenario file's bytes. Keys are the flag names

@@ -122,7 +122,7 @@ func (a *azureSource) readHeader(line []byte) error {
 			}
 		}
 		if !found {
-			return a.errf("", string(line), "unknown column "+strconv.Quote(string(name))+
+			return a.errf("", string(line), "unknown column "+strconv.Quote(shorten(string(name)))+
 				"; the header must be TIMESTAMP,ContextTokens,GeneratedTokens")
 		}
 	}

@@ -190,7 +190,9 @@ func Open(spec TraceSpec) (Source, error) {
 
 func (spec TraceSpec) resolve() (name, path string, err error) {
 	name = spec.DatasetName
+	flag := "--dataset-name"
 	if c := spec.CustomDatasetType; c != "" {
+		flag = "--custom-dataset-type"
 		if name != "" && name != c {
 			return "", "", badInput("--custom-dataset-type", quoteIfOdd(c),
 				"conflicts with --dataset-name "+quoteIfOdd(name)+"; give one of them")
@@ -205,7 +207,7 @@ func (spec TraceSpec) resolve() (name, path string, err error) {
 		known = known || n == name
 	}
 	if !known {
-		return "", "", badInput("--dataset-name", quoteIfOdd(name), "must be one of "+strings.Join(DatasetNames, ", "))
+		return "", "", badInput(flag, quoteIfOdd(name), "must be one of "+strings.Join(DatasetNames, ", "))
 	}
 	path = spec.DatasetPath
 	if spec.InputFile != "" {
