@@ -17,6 +17,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -62,6 +63,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--long-prefill-token-threshold %d: must be ≥ 0", c.LongPrefillTokenThreshold)
 	case c.BlockSize < 1:
 		return fmt.Errorf("--block-size %d: must be ≥ 1", c.BlockSize)
+	case c.NumGPUBlocks > math.MaxInt32:
+		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): at most %d, the block ids are 32-bit", c.NumGPUBlocks, math.MaxInt32)
 	case c.NumGPUBlocks < 2:
 		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): need at least 2, one is vLLM's null block", c.NumGPUBlocks)
 	case c.MaxModelLen < 2:
@@ -133,7 +136,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:     cfg,
 		pool:    newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching),
-		running: make([]*Request, 0, cfg.MaxNumSeqs),
+		running: nil, // grows to at most max-num-seqs; a rank that serves little stays small
 	}
 	e.initHybrid()
 	return e, nil
