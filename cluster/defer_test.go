@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -71,6 +72,44 @@ func TestDeferredRequestsChangeNothing(t *testing.T) {
 		}
 		if tc.timeout > 0 && resHeld.TimedOut == 0 || resHeld.Rejected == 0 {
 			t.Errorf("%s: the case exercises nothing: %+v", tc.name, resHeld)
+		}
+	}
+}
+
+// stopRun ends a run from its AfterStep hook.
+type stopRun struct{}
+
+// A billion prompts released at once, and a billion warm-ups, start at once
+// and hold the engine's queue at max-num-seqs: nothing is made per prompt up
+// front, in the workload, the client or the engine.
+func TestBillionRequestsStartBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		prompts, warmups int
+	}{{"prompts", 1_000_000_000, 0}, {"warm-ups", 10, 1_000_000_000}} {
+		src, err := workload.NewRandom(workload.RandomSpec{InputLen: 256, OutputLen: 8, NumPrompts: tc.prompts, RequestRate: math.Inf(1), Burstiness: 1}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}, NumWarmups: tc.warmups}
+		steps, maxWaiting := 0, 0
+		cfg.AfterStep = func(_ time.Duration, e *engine.Engine) {
+			maxWaiting = max(maxWaiting, e.Waiting())
+			if steps++; steps == 2000 {
+				panic(stopRun{})
+			}
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != (stopRun{}) {
+					panic(r)
+				}
+			}()
+			Run(cfg, src, newRec(t, false))
+			t.Fatalf("%s: the run ended", tc.name)
+		}()
+		if maxWaiting > 2*cfg.Engine.MaxNumSeqs {
+			t.Errorf("%s: engine queue reached %d", tc.name, maxWaiting)
 		}
 	}
 }

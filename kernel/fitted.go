@@ -185,6 +185,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if maxCap <= 0 {
 		maxCap = min(2*d.MaxNumSeqs, 512)
 	}
+	// vLLM never captures a graph larger than a step can be
+	// (vllm/config/vllm.py _set_cudagraph_sizes: min(max_num_batched_tokens,
+	// max_cudagraph_capture_size)).
+	maxCap = min(maxCap, d.MaxNumBatchedTokens)
 	f.captureSizes = captureSizes(maxCap)
 	if len(d.CaptureSizes) > 0 {
 		f.captureSizes = append([]int(nil), d.CaptureSizes...)

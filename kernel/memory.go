@@ -119,6 +119,19 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	}
 	p.NumBlocks = int(math.Floor(p.KVBytes / kv.blockBytes))
 	if d.NumGPUBlocksOverride > 0 {
+		// vLLM takes the override as given (may_override_num_blocks) and
+		// allocates its KV tensors after the profile run has freed the
+		// activations; a pool larger than what the GPU has left beside the
+		// weights, CUDA graphs and other buffers fails there with CUDA out
+		// of memory. Float arithmetic: no override overflows it.
+		free := p.TotalBytes - p.WeightBytes - p.NonTorchBytes - p.NCCLBytes - p.CUDAGraphBytes
+		if need := float64(d.NumGPUBlocksOverride) * kv.blockBytes; need > free {
+			return p, fmt.Errorf("--num-gpu-blocks-override %d: a KV pool of %d blocks needs %.2f GiB per GPU, more than the %.2f GiB %s has "+
+				"beside the weights (%.2f GiB), CUDA graphs and other buffers (%.2f GiB); vLLM's KV cache allocation would fail with CUDA out of memory. "+
+				"At most %d blocks fit (the memory plan sizes %d)",
+				d.NumGPUBlocksOverride, d.NumGPUBlocksOverride, need/gib, free/gib, d.Chip.Name, p.WeightBytes/gib,
+				(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, int64(free/kv.blockBytes), p.NumBlocks)
+		}
 		p.NumBlocks, p.Overridden = d.NumGPUBlocksOverride, true
 	}
 	// _report_kv_cache_config: num_blocks // len(kv_cache_groups) × block_size.

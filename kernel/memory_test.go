@@ -94,6 +94,25 @@ func TestPlanMemoryKnobs(t *testing.T) {
 	})
 }
 
+// An override is taken as given up to what the GPU holds beside the
+// weights and buffers (vLLM's KV allocation), even above the memory plan's
+// pool, and refused past it.
+func TestOverrideBoundedByGPUMemory(t *testing.T) {
+	d := deploy(t, "llama-3.1-8b", "h100", 1)
+	p, err := PlanMemory(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.NumGPUBlocksOverride = p.NumBlocks + p.NumBlocks/20 // 5 % over the 0.9 budget: still fits the GPU
+	if q, err := PlanMemory(d); err != nil || q.NumBlocks != d.NumGPUBlocksOverride {
+		t.Fatalf("override %d: %v, %d blocks", d.NumGPUBlocksOverride, err, q.NumBlocks)
+	}
+	d.NumGPUBlocksOverride = p.NumBlocks * 2
+	if _, err := PlanMemory(d); err == nil || !strings.Contains(err.Error(), "CUDA out of memory") {
+		t.Fatalf("override %d: %v", d.NumGPUBlocksOverride, err)
+	}
+}
+
 func TestPlanMemoryDoesNotFit(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -108,6 +127,10 @@ func TestPlanMemoryDoesNotFit(t *testing.T) {
 		{"qwen3-32b at full context on one h100", "qwen3-32b", 1, func(d *Deployment) { d.MaxModelLen = 40960 },
 			[]string{"--max-model-len 40960 needs 10.00 GiB", "the largest --max-model-len that fits is", "smaller --max-model-len"}},
 		{"override does not bypass the check", "llama-3.1-70b", 1, func(d *Deployment) { d.NumGPUBlocksOverride = 10 }, []string{"does not fit"}},
+		{"override beyond the GPU's memory", "llama-3.1-8b", 1, func(d *Deployment) { d.NumGPUBlocksOverride = 2_000_000_000 },
+			[]string{"--num-gpu-blocks-override 2000000000: a KV pool of 2000000000 blocks needs 3906250.00 GiB per GPU", "At most 32588 blocks fit (the memory plan sizes 26097)", "CUDA out of memory", "At most"}},
+		{"override near the int64 limit", "llama-3.1-8b", 1, func(d *Deployment) { d.NumGPUBlocksOverride = 9_000_000_000_000_000_000 },
+			[]string{"--num-gpu-blocks-override 9000000000000000000", "CUDA out of memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,6 +45,13 @@ const (
 	smallDefaultMaxSeqs   = 256
 )
 
+// Bounds BLIS itself needs (vLLM has none): the number of data-parallel
+// ranks it simulates, and of aiperf lanes it keeps.
+const (
+	MaxDataParallel = 4096
+	MaxLanes        = 1 << 20
+)
+
 // DefaultNumPrompts is vllm bench serve's --num-prompts (1000), which the
 // datasets it samples (random, sharegpt, prefix_repetition) take when
 // --num-prompts is left at 0; traces replay every record.
@@ -196,6 +203,9 @@ func (s Scenario) checkRanges() error {
 			return bad(p.key, fmt.Sprint(p.v), "must be ≥ 1")
 		}
 	}
+	if s.DataParallelSize > MaxDataParallel {
+		return bad("data-parallel-size", fmt.Sprint(s.DataParallelSize), fmt.Sprintf("at most %d ranks: BLIS simulates every rank's engine and routes each request over all of them, so a run's time grows with ranks × requests", MaxDataParallel))
+	}
 	nonNeg := []struct {
 		key string
 		v   int
@@ -304,6 +314,8 @@ func (s Scenario) checkClient() error {
 		switch {
 		case s.MaxConcurrency < 1:
 			return bad("max-concurrency", fmt.Sprint(s.MaxConcurrency), "lanes need ≥ 1: it is the number of lanes")
+		case s.MaxConcurrency > MaxLanes:
+			return bad("max-concurrency", fmt.Sprint(s.MaxConcurrency), fmt.Sprintf("at most %d lanes: BLIS keeps each lane (an aiperf worker replaying one trajectory) in memory", MaxLanes))
 		case s.NumWarmups > 0:
 			return bad("num-warmups", fmt.Sprint(s.NumWarmups), "is vllm bench's warm-up; with lanes use --warmup-requests-per-lane")
 		case !math.IsInf(s.RequestRate, 1):

@@ -284,7 +284,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (any case) or a short alias such as llama-3.1-70b or qwen3-32b; `blis catalog list` lists them: " + modelNames()},
 		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: " + chipNames() + " (any case; h100_sxm style accepted)"},
 		{Name: "tensor-parallel-size", Group: "serve", Value: intValue{&s.TensorParallelSize}, Usage: "GPUs per replica (tensor parallelism); -tp works too"},
-		{Name: "data-parallel-size", Group: "serve", Value: intValue{&s.DataParallelSize}, Usage: "engine ranks of tensor-parallel-size GPUs each, behind vLLM's DP load balancer; a MoE model's ranks step together and split the experts over all their GPUs; -dp works too"},
+		{Name: "data-parallel-size", Group: "serve", Value: intValue{&s.DataParallelSize}, Usage: "engine ranks of tensor-parallel-size GPUs each, behind vLLM's DP load balancer; a MoE model's ranks step together and split the experts over all their GPUs; -dp works too; at most " + strconv.Itoa(MaxDataParallel)},
 		{Name: "max-num-seqs", Group: "serve", Value: intValue{&s.MaxNumSeqs}, Usage: "max running requests per step", Zero: "vLLM's for the chip: 1024 on ≥ 70 GiB GPUs other than A100, else 256, at most --max-num-batched-tokens"},
 		{Name: "max-num-batched-tokens", Group: "serve", Value: intValue{&s.MaxNumBatchedTokens}, Usage: "token budget per step; must be ≥ --max-num-seqs", Zero: "vLLM's for the chip: 8192 on ≥ 70 GiB GPUs other than A100, else 2048; at least --max-model-len without chunked prefill"},
 		{Name: "gpu-memory-utilization", Group: "serve", Value: floatValue{&s.GPUMemoryUtilization}, Usage: "fraction of GPU memory vLLM may use"},
