@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func TestDeferredRequestsChangeNothing(t *testing.T) {
 		if resHeld.Duration != resSent.Duration || resHeld.Sent != resSent.Sent || resHeld.Rejected != resSent.Rejected ||
 			resHeld.TimedOut != resSent.TimedOut || resHeld.Engine != resSent.Engine || resHeld.WarmupRequests != resSent.WarmupRequests {
 			t.Errorf("%s: results differ:\n%+v\n%+v", tc.name, resHeld, resSent)
+		}
+		if !reflect.DeepEqual(resHeld.Failures, resSent.Failures) || len(resHeld.Failures) == 0 || resHeld.Failures[0].Kind != "max_model_len" {
+			t.Errorf("%s: failures %+v and %+v", tc.name, resHeld.Failures, resSent.Failures)
 		}
 		if waitHeld > 16 || waitSent < 1000 {
 			t.Errorf("%s: engine queue peaked at %d held, %d sent on release", tc.name, waitHeld, waitSent)

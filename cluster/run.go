@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"blis/engine"
@@ -154,6 +155,30 @@ type Result struct {
 	// phase's steps; TimedSteps counts them.
 	StepTime   kernel.Breakdown
 	TimedSteps int64
+	// Failures groups the timed requests that failed (refused by the
+	// engine, as vLLM's server answers HTTP 400; timed out) by the kind of
+	// reason, in order of first occurrence.
+	Failures []Failure
+}
+
+// Failure is one kind of request failure: Kind is the reason's first word
+// (max_model_len, kv_capacity, timeout, ...), Example the first full
+// reason of that kind, Count how many timed requests failed so.
+type Failure struct {
+	Kind, Example string
+	Count         int64
+}
+
+// fail counts a timed request's failure under its kind.
+func (d *driver) fail(reason string) {
+	kind, _, _ := strings.Cut(reason, ":")
+	for i := range d.res.Failures {
+		if d.res.Failures[i].Kind == kind {
+			d.res.Failures[i].Count++
+			return
+		}
+	}
+	d.res.Failures = append(d.res.Failures, Failure{Kind: kind, Example: reason, Count: 1})
 }
 
 const (
@@ -698,6 +723,7 @@ func (d *driver) recordTimed(r *engine.Request) {
 		m.Rejected, m.RejectReason = true, r.RejectReason
 		m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, m.Sent
 		d.res.Rejected++
+		d.fail(r.RejectReason)
 		end = r.Arrived // refused on arrival (a deferred request arrived earlier than now)
 	} else {
 		m.Scheduled = d.rel(r.FirstScheduled)
@@ -806,6 +832,7 @@ func (d *driver) expire(slot int32, at time.Duration) {
 		RejectReason:    fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout),
 	}
 	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(at)
+	d.fail(m.RejectReason)
 	d.lastT = max(d.lastT, d.rel(at))
 	d.rec.Finish(m)
 	d.sessionDone(r, 0)

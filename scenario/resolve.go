@@ -179,7 +179,37 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
+	if err := r.checkServesSomething(); err != nil {
+		workload.Close(r.Source)
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkServesSomething fails at start-up when the engine would refuse even
+// the shortest request the workload can send: every request would fail
+// (vLLM answers each with HTTP 400, or, for a KV pool smaller than one
+// request, never schedules it), and a run that serves nothing is an input
+// mistake, not a result. Traces are checked request by request instead.
+func (r *Resolved) checkServesSomething() error {
+	prompt, output, ok := workload.Shortest(r.Scenario.traceSpec(r.Random))
+	if !ok {
+		return nil
+	}
+	eng, err := engine.New(r.Engine)
+	if err != nil {
+		return &InputError{Msg: err.Error()}
+	}
+	why := eng.Refusal(prompt, output)
+	if why == "" {
+		return nil
+	}
+	key, val := "max-model-len", fmt.Sprint(r.Engine.MaxModelLen)
+	if strings.HasPrefix(why, "kv_capacity") {
+		key, val = "num-gpu-blocks-override", fmt.Sprint(r.Memory.NumBlocks)
+	}
+	return bad(key, val, fmt.Sprintf("every request would fail: the shortest %s request (%d prompt + %d output tokens) is refused with %q",
+		r.Scenario.Dataset(), prompt, output, why))
 }
 
 // checkRanges rejects values no deployment could have, naming the flag.

@@ -114,6 +114,9 @@ func runScenario(s scenario.Scenario, dryRun bool, stdout, stderr io.Writer) err
 		return err
 	}
 	printClient(stderr, s, out)
+	if err := checkServed(stderr, s, out); err != nil {
+		return err
+	}
 	hit := 0.0
 	if out.Engine.PrefixQueries > 0 {
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
@@ -169,6 +172,38 @@ func goodputOf(slos []scenario.SLO) []metrics.SLO {
 		out = append(out, metrics.SLO{Metric: s.Metric, MS: s.MS})
 	}
 	return out
+}
+
+// checkServed reports requests that failed: a run that sent nothing is an
+// input mistake (exit 2: an empty trace, or filters that left no record),
+// one where no request succeeded is a failure (exit 1) rather than a table
+// of zeros, and otherwise stderr says how many failed and why (vLLM's
+// server answers each with an error the client counts as failed).
+func checkServed(w io.Writer, s scenario.Scenario, out cluster.Result) error {
+	if out.Sent == 0 {
+		what := "the workload"
+		if p := cmp.Or(s.DatasetPath, s.InputFile); p != "" {
+			what = p
+		}
+		return &scenario.InputError{Msg: what + " gave no request to send: an empty trace, or --num-prompts, --fixed-schedule-start-offset or --fixed-schedule-end-offset left none"}
+	}
+	failed := out.Rejected + out.TimedOut
+	var why []string
+	for _, f := range out.Failures {
+		_, detail, _ := strings.Cut(f.Example, ":")
+		why = append(why, fmt.Sprintf("%s (%d)%s", f.Kind, f.Count, strings.TrimSpace(":"+detail+" ")))
+	}
+	msg := fmt.Sprintf("%d of %d requests failed: %s", failed, out.Sent, strings.Join(why, "; "))
+	if out.Completed == 0 {
+		if failed == 0 {
+			return fmt.Errorf("no request completed: %d sent, %d still in flight when the grace period ended (--benchmark-grace-period)", out.Sent, out.Unfinished)
+		}
+		return fmt.Errorf("no request succeeded: %s", msg)
+	}
+	if failed > 0 {
+		fmt.Fprintln(w, "WARNING", msg)
+	}
+	return nil
 }
 
 // printClient reports on stderr what the client did besides the requests
