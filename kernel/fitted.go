@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -138,9 +140,15 @@ type fitted struct {
 	elemFloor      float64
 }
 
+// ErrNoCoefficients marks a chip with no fitted kernel coefficients (no
+// measured per-operator tables of its own or of a sibling it borrows from):
+// only the roofline can price it. NewFitted's other errors are real ones.
+var ErrNoCoefficients = errors.New("no fitted kernel coefficients")
+
 // NewFitted builds the fitted-v1 pricer for d with the default assumptions.
-// It fails when the chip has no fitted coefficients or the model has no
-// operator graph; callers fall back to the roofline then.
+// It fails with ErrNoCoefficients when the chip has no fitted coefficients
+// (callers may fall back to the roofline then), and otherwise when the model
+// has no operator graph or a law is missing.
 func NewFitted(d Deployment) (Pricer, error) {
 	return NewFittedWith(d, DefaultFittedAssumptions)
 }
@@ -149,6 +157,11 @@ func NewFitted(d Deployment) (Pricer, error) {
 func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
+	}
+	if have := catalog.CoefficientChips(); !slices.Contains(have, d.Chip.Name) &&
+		!(d.Chip.CoefficientsFrom != "" && slices.Contains(have, d.Chip.CoefficientsFrom)) {
+		return nil, fmt.Errorf("%w for %s: only %s have measured per-operator tables (data/ops) to fit from",
+			ErrNoCoefficients, d.Chip.Name, strings.Join(have, ", "))
 	}
 	co, err := catalog.LookupCoefficients(d.Chip.Name)
 	if err != nil {

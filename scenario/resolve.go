@@ -3,6 +3,7 @@ package scenario
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -152,8 +153,12 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
-	if r.Pricer, err = newPricer(s.StepModel, r.Deployment); err != nil {
+	var note string
+	if r.Pricer, note, err = newPricer(s.StepModel, r.Deployment); err != nil {
 		return nil, err
+	}
+	if note != "" {
+		r.Notes = append(r.Notes, note)
 	}
 	r.Engine = engine.Config{
 		MaxNumSeqs: mns, MaxNumBatchedTokens: mnbt,
@@ -331,8 +336,8 @@ func (s Scenario) checkClient() error {
 			return bad(r.key, fmt.Sprint(r.v), fmt.Sprintf("must be in [0, %g] seconds (0: off)", maxSeconds))
 		}
 	}
-	if !slices.Contains(kernel.MoEBackends, s.MoEBackend) {
-		return bad("moe-backend", s.MoEBackend, "allowed: "+strings.Join(kernel.MoEBackends, ", "))
+	if !slices.Contains(kernel.MoEBackends(), s.MoEBackend) {
+		return bad("moe-backend", s.MoEBackend, "allowed: "+strings.Join(kernel.MoEBackends(), ", "))
 	}
 	if f := s.FrontendLatencyMs; !(f >= 0 && f <= 60000) {
 		return bad("frontend-latency-ms", fmt.Sprint(f), "must be in [0, 60000] ms (0: the engine's time only)")
@@ -389,29 +394,29 @@ func (r *Resolved) Reopen() (workload.Source, error) {
 }
 
 // newPricer builds the step pricer --step-model names. auto takes the
-// fitted pricer where the chip has fitted coefficients and the model an
-// operator graph, and the roofline otherwise.
-func newPricer(name string, d kernel.Deployment) (kernel.Pricer, error) {
+// fitted pricer, and falls back to the roofline only where the chip has no
+// fitted kernel coefficients (kernel.ErrNoCoefficients), with a note for
+// stderr saying so; any other error of the fitted pricer is an error.
+func newPricer(name string, d kernel.Deployment) (kernel.Pricer, string, error) {
 	switch name {
 	case "roofline":
 		p, err := kernel.NewRoofline(d)
 		if err != nil {
-			return nil, &InputError{Msg: err.Error()}
+			return nil, "", &InputError{Msg: err.Error()}
 		}
-		return p, nil
-	case "fitted":
+		return p, "", nil
+	case "fitted", "auto", "":
 		p, err := kernel.NewFitted(d)
-		if err != nil {
-			return nil, bad("step-model", name, err.Error())
+		if err == nil {
+			return p, "", nil
 		}
-		return p, nil
-	case "auto", "":
-		if p, err := kernel.NewFitted(d); err == nil {
-			return p, nil
+		if name != "fitted" && errors.Is(err, kernel.ErrNoCoefficients) {
+			p, _, err := newPricer("roofline", d)
+			return p, "INFO step model roofline-v1: no fitted kernel coefficients for " + d.Chip.Name, err
 		}
-		return newPricer("roofline", d)
+		return nil, "", bad("step-model", cmp.Or(name, "auto"), err.Error())
 	}
-	return nil, bad("step-model", name, "allowed: auto, fitted, roofline")
+	return nil, "", bad("step-model", name, "allowed: auto, fitted, roofline")
 }
 
 // traceSpec is the workload the scenario names.
@@ -469,8 +474,8 @@ func parseCompilationConfig(js string) (compilationConfig, error) {
 		v := raw[k]
 		switch k {
 		case "cudagraph_mode":
-			if err := json.Unmarshal(v, &cc.Mode); err != nil || !slices.Contains(kernel.CUDAGraphModes, cc.Mode) {
-				return cc, bad("compilation-config", string(v), "cudagraph_mode: allowed "+strings.Join(kernel.CUDAGraphModes, ", "))
+			if err := json.Unmarshal(v, &cc.Mode); err != nil || !slices.Contains(kernel.CUDAGraphModes(), cc.Mode) {
+				return cc, bad("compilation-config", string(v), "cudagraph_mode: allowed "+strings.Join(kernel.CUDAGraphModes(), ", "))
 			}
 		case "max_cudagraph_capture_size":
 			if err := json.Unmarshal(v, &cc.MaxCaptureSize); err != nil || cc.MaxCaptureSize < 1 {

@@ -46,7 +46,7 @@ type Scenario struct {
 	MaxCUDAGraphCaptureSize   int
 	AsyncScheduling           bool
 	EnableExpertParallel      bool
-	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends)
+	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends())
 
 	// vllm bench serve
 	DatasetName       string
@@ -303,7 +303,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the DP × TP GPUs instead of slicing every expert"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
-		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", "), Zero: "random, or --custom-dataset-type"},
+		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames(), ", "), Zero: "random, or --custom-dataset-type"},
 		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},
 		{Name: "random-output-len", Group: "bench", Value: intValue{&s.RandomOutputLen}, Usage: "mean output tokens (random dataset); output lengths are always honoured exactly, as with --ignore-eos"},
 		{Name: "random-range-ratio", Group: "bench", Value: floatValue{&s.RandomRangeRatio}, Usage: "length spread: uniform in [L(1-r), L(1+r)] (current) or [L·r, L] (legacy)"},

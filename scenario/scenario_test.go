@@ -3,6 +3,7 @@ package scenario
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -130,5 +131,35 @@ func TestDSAForcesBlockSize64(t *testing.T) {
 		if r.Deployment.BlockSize != tc.want || r.Engine.BlockSize != tc.want || r.Memory.KVCache.BlockSize != tc.want {
 			t.Errorf("%s: block size %d / %d / %d, want %d", tc.model, r.Deployment.BlockSize, r.Engine.BlockSize, r.Memory.KVCache.BlockSize, tc.want)
 		}
+	}
+}
+
+// --step-model auto falls back to the roofline only for a chip without
+// fitted coefficients, and says so; other failures are errors.
+func TestAutoStepModelFallback(t *testing.T) {
+	s := Defaults()
+	s.Hardware = "a100"
+	r, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pricer.Name() != "roofline-v1" || !slices.Contains(r.Notes, "INFO step model roofline-v1: no fitted kernel coefficients for a100") {
+		t.Fatalf("pricer %s, notes %q", r.Pricer.Name(), r.Notes)
+	}
+	s.StepModel = "fitted"
+	if _, err := s.Resolve(); err == nil || !IsInputError(err) || !strings.Contains(err.Error(), "no fitted kernel coefficients") {
+		t.Fatalf("--step-model fitted on a100: %v", err)
+	}
+	d := Defaults()
+	r, err = d.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := r.Deployment
+	m := *dep.Model
+	m.ID = "test/no-graph"
+	dep.Model = &m
+	if _, _, err := newPricer("auto", dep); err == nil || !strings.Contains(err.Error(), "--step-model") {
+		t.Fatalf("auto with a model lacking a graph: %v", err)
 	}
 }

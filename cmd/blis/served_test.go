@@ -43,3 +43,11 @@ func TestRunsThatServeNothing(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// --step-model auto says on stderr when it falls back to the roofline.
+func TestRooflineFallbackIsStated(t *testing.T) {
+	code, _, errOut := runCLI(t, "run", "--hardware", "a100", "--dry-run")
+	if code != 0 || !strings.Contains(errOut, "INFO step model roofline-v1: no fitted kernel coefficients for a100") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
