@@ -40,3 +40,26 @@ func TestDatasetNameErrorsNameTheirFlag(t *testing.T) {
 		wantBadInput(t, err, c.want)
 	}
 }
+
+// An integer too large for the parser is out of range, not "not an
+// integer".
+func TestOutOfRangeIntegers(t *testing.T) {
+	az := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,99999999999999999999,44\n"
+	src, err := newAzure(strings.NewReader(az), nil, "a.csv", TraceSpec{})
+	if err == nil {
+		var r Request
+		for src.Next(&r) {
+		}
+		err = src.Err()
+	}
+	wantBadInput(t, err, "a.csv:2: ContextTokens: 99999999999999999999: must be an integer in [1, ")
+	ss := `{"session_id": "a", "turns": [{"input_tokens": 99999999999999999999, "output_tokens": 2}]}` + "\n"
+	s2, err := newSessions(strings.NewReader(ss), nil, "s.jsonl", TraceSpec{})
+	if err == nil {
+		var r Request
+		for s2.Next(&r) {
+		}
+		err = s2.Err()
+	}
+	wantBadInput(t, err, "s.jsonl:1: turns.input_tokens: 99999999999999999999: out of range: at most ")
+}
