@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"blis/engine"
@@ -158,6 +159,30 @@ type Result struct {
 	// phase's steps; TimedSteps counts them.
 	StepTime   kernel.Breakdown
 	TimedSteps int64
+	// Failures groups the timed requests that failed (refused by the
+	// engine, as vLLM's server answers HTTP 400; timed out) by the kind of
+	// reason, in order of first occurrence.
+	Failures []Failure
+}
+
+// Failure is one kind of request failure: Kind is the reason's first word
+// (max_model_len, kv_capacity, timeout, ...), Example the first full
+// reason of that kind, Count how many timed requests failed so.
+type Failure struct {
+	Kind, Example string
+	Count         int64
+}
+
+// fail counts a timed request's failure under its kind.
+func (d *driver) fail(reason string) {
+	kind, _, _ := strings.Cut(reason, ":")
+	for i := range d.res.Failures {
+		if d.res.Failures[i].Kind == kind {
+			d.res.Failures[i].Count++
+			return
+		}
+	}
+	d.res.Failures = append(d.res.Failures, Failure{Kind: kind, Example: reason, Count: 1})
 }
 
 const (
@@ -236,6 +261,14 @@ type driver struct {
 	releasePending bool             // an evRelease is queued
 	first          workload.Request // first request, template of the warm-ups
 	warmups        int              // warm-ups not yet finished
+	warmNext       int              // warm-ups sent so far (each is made when sent)
+	warmAt         time.Duration    // when the client sent the warm-ups
+
+	// deferOK: requests released with no concurrency cap may wait in the
+	// client, unmade, while the engine's queue already holds as many as one
+	// step can admit (see deferring); sessionsSeen turns it off.
+	deferOK      bool
+	sessionsSeen bool
 
 	sessions   map[uint64]*session
 	follows    []followSlot // follow-ups with a pending release, by event Arg
@@ -357,15 +390,9 @@ func (d *driver) run() (Result, error) {
 		d.first.Prompt = append([]workload.Segment(nil), d.next.Prompt...)
 		d.hasNext = true
 
-		d.warmups = d.cfg.NumWarmups
-		for i := 0; i < d.cfg.NumWarmups; i++ {
-			w := d.first
-			w.Index = int64(i)
-			r := d.newRequest(&w, tagWarmup, uint64(i)<<1|1)
-			r.Released = d.now
-			d.blocked = append(d.blocked, r)
-			d.res.WarmupRequests++
-		}
+		d.sessionsSeen = d.next.SessionID != 0
+		d.deferOK = d.cfg.Mode == PerRequest && len(d.engs) == 1 && d.cfg.MaxConcurrency <= 0 && d.cfg.BenchmarkDuration <= 0
+		d.warmups, d.warmAt = d.cfg.NumWarmups, d.now
 		d.fill()
 		d.maybeStartTimed()
 	}
@@ -454,6 +481,9 @@ func (d *driver) advance() {
 		if d.hasNext = d.src.Next(&d.next); !d.hasNext {
 			return
 		}
+		if d.next.SessionID != 0 {
+			d.sessionsSeen = true
+		}
 		if !isFollowUp(&d.next) {
 			d.releaseAt = d.origin() + d.next.Arrival
 			return
@@ -512,6 +542,21 @@ func (d *driver) fill() {
 			d.send(r, -1, 0)
 			continue
 		}
+		if d.warmNext < d.cfg.NumWarmups {
+			// Warm-ups, all sent when the run starts, are made one at a
+			// time as they go out.
+			if d.deferring() {
+				break
+			}
+			w := d.first
+			w.Index = int64(d.warmNext)
+			r := d.newRequest(&w, tagWarmup, uint64(d.warmNext)<<1|1)
+			r.Released = d.warmAt
+			d.warmNext++
+			d.res.WarmupRequests++
+			d.sendAt(r, -1, 0, d.warmAt)
+			continue
+		}
 		if !d.timed || !d.hasNext {
 			break
 		}
@@ -526,6 +571,9 @@ func (d *driver) fill() {
 			}
 			break
 		}
+		if d.deferring() {
+			break
+		}
 		r := d.newRequest(&d.next, tagTimed, uint64(d.next.Index)<<1)
 		r.SessionID, r.Turn, r.Final = d.next.SessionID, d.next.Turn, d.next.Final
 		if d.cfg.CacheBust != CacheBustNone {
@@ -533,17 +581,45 @@ func (d *driver) fill() {
 		}
 		r.Released = d.releaseAt
 		d.res.Sent++
+		at := d.now // after waiting for a slot, with a cap
+		if d.deferOK {
+			// No cap: every request goes out on release, a deferred one
+			// too; its arrival, send time and timeout count from there.
+			at = d.releaseAt
+		}
 		d.advance()
-		d.send(r, -1, 0)
+		d.sendAt(r, -1, 0, at)
 	}
 	if d.bhead == len(d.blocked) {
 		d.blocked, d.bhead = d.blocked[:0], 0
 	}
 }
 
+// deferring reports whether the client holds released requests back,
+// unmade: with no concurrency cap, one engine and no sessions, every
+// released request is in flight in vllm bench (it sits in the engine's
+// waiting queue), but one step admits at most max-num-seqs of them, in
+// FCFS order. While the queue holds that many, the ones behind change
+// nothing the engine does, so they stay in the source (or, for warm-ups, a
+// counter) and go in, with their own release time as arrival, when the
+// queue drains. The run is byte-identical, and a million requests released
+// at once (--request-rate inf) cost memory for max-num-seqs of them.
+// Timeouts count from the release (sendAt); a request whose timeout passed
+// while it was held expires at once, at that time, as it would have from
+// the queue. Off with a cap (it bounds what is in flight), with data
+// parallelism (the balancer reads every rank's queue), sessions, and a
+// benchmark duration (the window closes on releases).
+func (d *driver) deferring() bool {
+	return d.deferOK && !d.sessionsSeen && d.engs[0].Waiting() >= d.cfg.Engine.MaxNumSeqs
+}
+
 // send hands r to the engine now. lane is its lane (−1: none); pad is the
 // recorded output a one-token warm-up leaves out of the context it builds.
-func (d *driver) send(r *engine.Request, lane int, pad int) {
+func (d *driver) send(r *engine.Request, lane int, pad int) { d.sendAt(r, lane, pad, d.now) }
+
+// sendAt is send for a request the client sent at `at` ≤ now (held back
+// by deferring until now).
+func (d *driver) sendAt(r *engine.Request, lane int, pad int, at time.Duration) {
 	d.inFlight++
 	var slot int32
 	if n := len(d.flightFree); n > 0 {
@@ -560,9 +636,9 @@ func (d *driver) send(r *engine.Request, lane int, pad int) {
 	}
 	r.Tag = r.Tag&tagMask | int(slot+1)<<tagBits
 	if kindOf(r) == tagTimed {
-		d.rec.Send(d.rel(d.now))
+		d.rec.Send(d.rel(at))
 		if d.cfg.RequestTimeout > 0 {
-			d.tq = append(d.tq, deadline{at: d.now + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
+			d.tq = append(d.tq, deadline{at: at + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
 		}
 	}
 	rank := 0
@@ -570,7 +646,7 @@ func (d *driver) send(r *engine.Request, lane int, pad int) {
 		rank = dpRoute(d.engs)
 	}
 	f.rank = int32(rank)
-	if !d.engs[rank].Add(r, d.now) {
+	if !d.engs[rank].Add(r, at) {
 		d.leave(r)
 	}
 }
@@ -646,17 +722,20 @@ func (d *driver) recordTimed(r *engine.Request) {
 		CachedTokens:    r.CachedTokens,
 		Preemptions:     r.Preemptions,
 	}
+	end := d.now
 	if r.Status == engine.StatusRejected {
 		m.Rejected, m.RejectReason = true, r.RejectReason
 		m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, m.Sent
 		d.res.Rejected++
+		d.fail(r.RejectReason)
+		end = r.Arrived // refused on arrival (a deferred request arrived earlier than now)
 	} else {
 		m.Scheduled = d.rel(r.FirstScheduled)
 		m.FirstToken = d.rel(r.FirstToken + d.cfg.FrontendLatency)
 		m.Finish = d.rel(r.Finished + d.cfg.FrontendLatency)
 		d.res.Completed++
 	}
-	d.lastT = max(d.lastT, d.rel(d.now))
+	d.lastT = max(d.lastT, d.rel(end))
 	d.rec.Finish(m)
 	d.progress()
 }
@@ -712,7 +791,7 @@ func (d *driver) runControls() {
 			if e.at > d.now {
 				break
 			}
-			d.expire(e.slot)
+			d.expire(e.slot, e.at)
 		}
 		d.tqHead++
 	}
@@ -745,7 +824,10 @@ func (d *driver) closeWindow() {
 // docs/cli-options.md @063a532: "cancelled and recorded as failures"; its
 // session's next turn follows as after any failure); the engine drops it
 // (vLLM aborts the request of a disconnected client).
-func (d *driver) expire(slot int32) {
+//
+// It expires at `at`, the deadline: now, or earlier for a request deferring
+// held back past its deadline.
+func (d *driver) expire(slot int32, at time.Duration) {
 	r, eng := d.flights[slot].req, d.engs[d.flights[slot].rank]
 	lane, _ := d.release(r)
 	d.inFlight--
@@ -761,8 +843,9 @@ func (d *driver) expire(slot int32) {
 		Rejected:        true,
 		RejectReason:    fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout),
 	}
-	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(d.now)
-	d.lastT = max(d.lastT, d.rel(d.now))
+	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(at)
+	d.fail(m.RejectReason)
+	d.lastT = max(d.lastT, d.rel(at))
 	d.rec.Finish(m)
 	d.progress()
 	d.sessionDone(r, 0)

@@ -10,13 +10,20 @@ package engine
 // never handed out, so a pool of N blocks offers N−1.
 //
 // Everything is indexed by int32 block id in one flat slice of per-block
-// records (one cache line per block touched): no allocation once the pool
-// exists.
+// records (one cache line per block touched). The records are made when a
+// block is first handed out: vLLM's initial free queue is every block in id
+// order and freed blocks join its tail, so blocks never used are always the
+// head of the queue, taken in id order before any freed block. Holding them
+// as a counter (fresh) changes nothing a request sees and keeps an idle
+// pool, or a thousand data-parallel ranks that each serve a few requests,
+// at O(blocks ever used) memory rather than O(pool).
 type blockPool struct {
-	blk    []block
-	head   int32 // least recently freed: evicted first
-	tail   int32 // most recently freed
-	free   int   // blocks in the free queue
+	blk    []block // blocks [0, fresh) ever handed out, the null block 0 included
+	n      int32   // blocks in the pool, the null block included
+	fresh  int32   // next block never handed out; [fresh, n) head the free queue
+	head   int32   // least recently freed used block: evicted first after the fresh ones
+	tail   int32   // most recently freed
+	free   int     // blocks in the free queue, fresh ones included
 	cached *hashTable
 
 	caching   bool
@@ -35,27 +42,29 @@ type block struct {
 	private bool
 }
 
+// newBlockPool makes a pool of numBlocks blocks (Config.Validate bounds it
+// by the int32 block ids).
 func newBlockPool(numBlocks int, caching bool) *blockPool {
 	p := &blockPool{
-		blk:     make([]block, numBlocks),
+		blk:     make([]block, 1, min(numBlocks, 64)),
+		n:       int32(numBlocks),
+		fresh:   1, // vLLM takes the null block out of the queue at start-up
 		head:    -1,
 		tail:    -1,
+		free:    numBlocks - 1,
 		caching: caching,
 	}
+	p.blk[0] = block{prev: -1, next: -1}
 	if caching {
-		p.cached = newHashTable(numBlocks, p.blk)
-	}
-	// vLLM builds the free queue in block-id order, then takes the null block.
-	for b := int32(1); b < int32(numBlocks); b++ {
-		p.pushTail(b)
+		p.cached = newHashTable(min(numBlocks, 64), p.blk)
 	}
 	return p
 }
 
-func (p *blockPool) numBlocks() int { return len(p.blk) }
+func (p *blockPool) numBlocks() int { return int(p.n) }
 
 // usable is the number of blocks requests can ever hold (all but the null block).
-func (p *blockPool) usable() int { return len(p.blk) - 1 }
+func (p *blockPool) usable() int { return int(p.n) - 1 }
 
 func (p *blockPool) pushTail(b int32) {
 	k := &p.blk[b]
@@ -90,6 +99,18 @@ func (p *blockPool) remove(b int32) {
 // The caller has checked n ≤ p.free.
 func (p *blockPool) take(n int, dst []int32) []int32 {
 	for i := 0; i < n; i++ {
+		if p.fresh < p.n {
+			// A block never used: no hash to evict.
+			b := p.fresh
+			p.fresh++
+			p.free--
+			p.blk = append(p.blk, block{ref: 1, prev: -1, next: -1})
+			if p.cached != nil {
+				p.cached.blk = p.blk
+			}
+			dst = append(dst, b)
+			continue
+		}
 		b := p.head
 		p.remove(b)
 		k := &p.blk[b]

@@ -17,6 +17,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -62,6 +63,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--long-prefill-token-threshold %d: must be ≥ 0", c.LongPrefillTokenThreshold)
 	case c.BlockSize < 1:
 		return fmt.Errorf("--block-size %d: must be ≥ 1", c.BlockSize)
+	case c.NumGPUBlocks > math.MaxInt32:
+		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): at most %d, the block ids are 32-bit", c.NumGPUBlocks, math.MaxInt32)
 	case c.NumGPUBlocks < 2:
 		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): need at least 2, one is vLLM's null block", c.NumGPUBlocks)
 	case c.MaxModelLen < 2:
@@ -133,7 +136,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:     cfg,
 		pool:    newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching),
-		running: make([]*Request, 0, cfg.MaxNumSeqs),
+		running: nil, // grows to at most max-num-seqs; a rank that serves little stays small
 	}
 	e.initHybrid()
 	return e, nil
@@ -177,18 +180,8 @@ func cdiv(a, b int) int { return (a + b - 1) / b }
 // could only livelock (vLLM refuses such a max-model-len at start-up).
 func (e *Engine) Add(r *Request, now time.Duration) bool {
 	r.Arrived = now
-	switch {
-	case r.PromptLen < 1:
-		return e.reject(r, "empty prompt")
-	case r.MaxTokens < 1:
-		return e.reject(r, fmt.Sprintf("max_tokens %d: must be ≥ 1", r.MaxTokens))
-	case r.PromptLen+r.MaxTokens > e.cfg.MaxModelLen:
-		return e.reject(r, fmt.Sprintf("max_model_len: this model's maximum context length is %d tokens, "+
-			"but %d were requested (%d prompt + %d output)", e.cfg.MaxModelLen,
-			r.PromptLen+r.MaxTokens, r.PromptLen, r.MaxTokens))
-	case e.blocksNeeded(r.PromptLen+r.MaxTokens-1) > e.pool.usable():
-		return e.reject(r, fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d",
-			e.blocksNeeded(r.PromptLen+r.MaxTokens-1), e.pool.usable()))
+	if why := e.Refusal(r.PromptLen, r.MaxTokens); why != "" {
+		return e.reject(r, why)
 	}
 	if e.hybrid && len(r.kvMore) < len(e.hy.windows)-1 {
 		r.kvMore = append(r.kvMore, make([]reqGroup, len(e.hy.windows)-1-len(r.kvMore))...)
@@ -196,6 +189,25 @@ func (e *Engine) Add(r *Request, now time.Duration) bool {
 	r.Status = StatusWaiting
 	e.waiting.pushBack(r)
 	return true
+}
+
+// Refusal is why the engine refuses a request of promptLen prompt tokens
+// asking for maxTokens, on arrival ("" if it accepts it): the checks of
+// vLLM's input processing, whose errors the server answers with HTTP 400,
+// and a KV pool too small to ever hold the request.
+func (e *Engine) Refusal(promptLen, maxTokens int) string {
+	switch {
+	case promptLen < 1:
+		return "empty prompt"
+	case maxTokens < 1:
+		return fmt.Sprintf("max_tokens %d: must be ≥ 1", maxTokens)
+	case promptLen+maxTokens > e.cfg.MaxModelLen:
+		return fmt.Sprintf("max_model_len: this model's maximum context length is %d tokens, "+
+			"but %d were requested (%d prompt + %d output)", e.cfg.MaxModelLen, promptLen+maxTokens, promptLen, maxTokens)
+	case e.blocksNeeded(promptLen+maxTokens-1) > e.pool.usable():
+		return fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d", e.blocksNeeded(promptLen+maxTokens-1), e.pool.usable())
+	}
+	return ""
 }
 
 func (e *Engine) reject(r *Request, why string) bool {

@@ -437,8 +437,14 @@ func checkBlocks(t *testing.T, e *Engine, reqs []*Request) {
 			}
 		}
 	}
-	free := 0
-	for b := 1; b < p.numBlocks(); b++ {
+	// Blocks never handed out are free without a record (blockPool.fresh).
+	free := int(p.n - p.fresh)
+	for b := int(p.fresh); b < p.numBlocks(); b++ {
+		if refs[b] != 0 {
+			t.Fatalf("block %d is held but was never handed out", b)
+		}
+	}
+	for b := 1; b < int(p.fresh); b++ {
 		if refs[b] != p.blk[b].ref {
 			t.Fatalf("block %d: ref %d, held by %d requests", b, p.blk[b].ref, refs[b])
 		}
@@ -452,7 +458,7 @@ func checkBlocks(t *testing.T, e *Engine, reqs []*Request) {
 	if free != p.free || e.HeldBlocks()+e.FreeBlocks() != e.UsableBlocks() {
 		t.Fatalf("conservation: counted free %d, pool free %d, held %d, usable %d", free, p.free, e.HeldBlocks(), e.UsableBlocks())
 	}
-	n := 0
+	n := int(p.n - p.fresh)
 	for b := p.head; b >= 0; b = p.blk[b].next {
 		n++
 	}

@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -138,9 +140,15 @@ type fitted struct {
 	elemFloor      float64
 }
 
+// ErrNoCoefficients marks a chip with no fitted kernel coefficients (no
+// measured per-operator tables of its own or of a sibling it borrows from):
+// only the roofline can price it. NewFitted's other errors are real ones.
+var ErrNoCoefficients = errors.New("no fitted kernel coefficients")
+
 // NewFitted builds the fitted-v1 pricer for d with the default assumptions.
-// It fails when the chip has no fitted coefficients or the model has no
-// operator graph; callers fall back to the roofline then.
+// It fails with ErrNoCoefficients when the chip has no fitted coefficients
+// (callers may fall back to the roofline then), and otherwise when the model
+// has no operator graph or a law is missing.
 func NewFitted(d Deployment) (Pricer, error) {
 	a, err := DefaultFittedAssumptions()
 	if err != nil {
@@ -153,6 +161,11 @@ func NewFitted(d Deployment) (Pricer, error) {
 func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
+	}
+	if have := catalog.CoefficientChips(); !slices.Contains(have, d.Chip.Name) &&
+		!(d.Chip.CoefficientsFrom != "" && slices.Contains(have, d.Chip.CoefficientsFrom)) {
+		return nil, fmt.Errorf("%w for %s: only %s have measured per-operator tables (data/ops) to fit from",
+			ErrNoCoefficients, d.Chip.Name, strings.Join(have, ", "))
 	}
 	co, err := catalog.LookupCoefficients(d.Chip.Name)
 	if err != nil {
@@ -189,6 +202,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if maxCap <= 0 {
 		maxCap = min(2*d.MaxNumSeqs, 512)
 	}
+	// vLLM never captures a graph larger than a step can be
+	// (vllm/config/vllm.py _set_cudagraph_sizes: min(max_num_batched_tokens,
+	// max_cudagraph_capture_size)).
+	maxCap = min(maxCap, d.MaxNumBatchedTokens)
 	f.captureSizes = captureSizes(maxCap)
 	if len(d.CaptureSizes) > 0 {
 		f.captureSizes = append([]int(nil), d.CaptureSizes...)

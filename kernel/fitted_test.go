@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -430,5 +431,24 @@ func TestFittedDSA(t *testing.T) {
 	b := mixedBatch()
 	if bd := f.StepTime(&b); bd.Compute <= 0 {
 		t.Errorf("step %+v", bd)
+	}
+}
+
+// A chip without fitted coefficients, its own or a sibling's, is
+// ErrNoCoefficients; every other failure of NewFitted is not.
+func TestNewFittedNoCoefficients(t *testing.T) {
+	for _, c := range []struct {
+		chip   string
+		noCoef bool
+	}{{"a100", true}, {"h100", false}, {"b300", false}} {
+		_, err := NewFitted(deploy(t, "llama-3.1-8b", c.chip, 1))
+		if errors.Is(err, ErrNoCoefficients) != c.noCoef || !c.noCoef && err != nil {
+			t.Errorf("%s: %v", c.chip, err)
+		}
+	}
+	d := deploy(t, "llama-3.1-8b", "h100", 1)
+	d.Model.ID = "test/no-graph"
+	if _, err := NewFitted(d); err == nil || errors.Is(err, ErrNoCoefficients) {
+		t.Errorf("a model without a graph: %v", err)
 	}
 }

@@ -122,7 +122,7 @@ type Deployment struct {
 	// group.
 	ExpertParallel bool
 	// MoEBackend is the fused-MoE kernel family vLLM runs the experts on
-	// when the environment forces one (MoEBackends); "" or "auto" prices
+	// when the environment forces one (MoEBackends()); "" or "auto" prices
 	// with the law over every kernel measured for the experts' dtype.
 	MoEBackend string
 }
@@ -141,10 +141,17 @@ func (d Deployment) dpSize() int { return max(d.DP, 1) }
 //     activations (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, Blackwell);
 //   - marlin: Marlin weight-only kernels (VLLM_MXFP4_USE_MARLIN=1 for MXFP4,
 //     vLLM's choice for int4 weights).
-var MoEBackends = []string{"auto", "triton", "flashinfer", "flashinfer-mxfp8", "marlin"}
+//
+// Each call returns a fresh slice.
+func MoEBackends() []string {
+	return []string{"auto", "triton", "flashinfer", "flashinfer-mxfp8", "marlin"}
+}
 
-// CUDA-graph modes (vllm/config/compilation.py CUDAGraphMode).
-var CUDAGraphModes = []string{"FULL_AND_PIECEWISE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "NONE"}
+// CUDAGraphModes are vLLM's CUDA-graph modes (vllm/config/compilation.py
+// CUDAGraphMode). Each call returns a fresh slice.
+func CUDAGraphModes() []string {
+	return []string{"FULL_AND_PIECEWISE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "NONE"}
+}
 
 // MemoryPlan is how vLLM divides one GPU's memory at start-up. All sizes are
 // bytes per GPU; KV numbers are for the whole replica's pool (every TP rank

@@ -106,19 +106,37 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	kv := newKVLayout(d, s)
 	p.KVCache = kv.layout
 	// vLLM checks that one request of max_model_len fits before sizing the
-	// pool (check_enough_kv_cache_memory), override or not.
+	// pool, override or not, and refuses to start otherwise, with this
+	// message (vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory,
+	// main @ 001cabc1be16; the estimate is estimate_max_model_len's).
 	if need := kv.requestBytes(d.MaxModelLen); need > p.KVBytes {
-		fitLen := kv.maxLenThatFits(p.KVBytes, d.MaxModelLen)
-		return p, fmt.Errorf("%s on %d × %s: one request of --max-model-len %d needs %.2f GiB of KV cache per GPU, "+
-			"more than the %.2f GiB left (budget %.2f GiB − weights %.2f GiB − activations %.2f GiB − other %.2f GiB); "+
-			"the largest --max-model-len that fits is %d; use a smaller --max-model-len, a larger --tensor-parallel-size "+
-			"or a higher --gpu-memory-utilization",
-			d.Model.ID, d.TP*d.dpSize(), d.Chip.Name, d.MaxModelLen, need/gib, p.KVBytes/gib,
-			p.BudgetBytes/gib, p.WeightBytes/gib, p.ActivationBytes/gib,
-			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, fitLen)
+		estimate := ""
+		if fitLen := kv.maxLenThatFits(p.KVBytes, d.MaxModelLen); fitLen > 0 {
+			estimate = fmt.Sprintf("Based on the available memory, the estimated maximum model length is %d. ", fitLen)
+		}
+		return p, fmt.Errorf("--max-model-len %d: To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is needed, "+
+			"which is larger than the available KV cache memory (%.2f GiB). %sTry increasing `gpu_memory_utilization` or decreasing `max_model_len` "+
+			"when initializing the engine. [%s on %d × %s, per GPU: budget %.2f GiB − weights %.2f GiB − activations %.2f GiB − other %.2f GiB; "+
+			"a larger --tensor-parallel-size also helps]",
+			d.MaxModelLen, d.MaxModelLen, need/gib, p.KVBytes/gib, estimate,
+			d.Model.ID, d.TP*d.dpSize(), d.Chip.Name, p.BudgetBytes/gib, p.WeightBytes/gib, p.ActivationBytes/gib,
+			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib)
 	}
 	p.NumBlocks = int(math.Floor(p.KVBytes / kv.blockBytes))
 	if d.NumGPUBlocksOverride > 0 {
+		// vLLM takes the override as given (may_override_num_blocks) and
+		// allocates its KV tensors after the profile run has freed the
+		// activations; a pool larger than what the GPU has left beside the
+		// weights, CUDA graphs and other buffers fails there with CUDA out
+		// of memory. Float arithmetic: no override overflows it.
+		free := p.TotalBytes - p.WeightBytes - p.NonTorchBytes - p.NCCLBytes - p.CUDAGraphBytes
+		if need := float64(d.NumGPUBlocksOverride) * kv.blockBytes; need > free {
+			return p, fmt.Errorf("--num-gpu-blocks-override %d: a KV pool of %d blocks needs %.2f GiB per GPU, more than the %.2f GiB %s has "+
+				"beside the weights (%.2f GiB), CUDA graphs and other buffers (%.2f GiB); vLLM's KV cache allocation would fail with CUDA out of memory. "+
+				"At most %d blocks fit (the memory plan sizes %d)",
+				d.NumGPUBlocksOverride, d.NumGPUBlocksOverride, need/gib, free/gib, d.Chip.Name, p.WeightBytes/gib,
+				(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, int64(free/kv.blockBytes), p.NumBlocks)
+		}
 		p.NumBlocks, p.Overridden = d.NumGPUBlocksOverride, true
 	}
 	// _report_kv_cache_config: num_blocks // len(kv_cache_groups) × block_size.

@@ -94,6 +94,25 @@ func TestPlanMemoryKnobs(t *testing.T) {
 	})
 }
 
+// An override is taken as given up to what the GPU holds beside the
+// weights and buffers (vLLM's KV allocation), even above the memory plan's
+// pool, and refused past it.
+func TestOverrideBoundedByGPUMemory(t *testing.T) {
+	d := deploy(t, "llama-3.1-8b", "h100", 1)
+	p, err := PlanMemory(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.NumGPUBlocksOverride = p.NumBlocks + p.NumBlocks/20 // 5 % over the 0.9 budget: still fits the GPU
+	if q, err := PlanMemory(d); err != nil || q.NumBlocks != d.NumGPUBlocksOverride {
+		t.Fatalf("override %d: %v, %d blocks", d.NumGPUBlocksOverride, err, q.NumBlocks)
+	}
+	d.NumGPUBlocksOverride = p.NumBlocks * 2
+	if _, err := PlanMemory(d); err == nil || !strings.Contains(err.Error(), "CUDA out of memory") {
+		t.Fatalf("override %d: %v", d.NumGPUBlocksOverride, err)
+	}
+}
+
 func TestPlanMemoryDoesNotFit(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -106,8 +125,13 @@ func TestPlanMemoryDoesNotFit(t *testing.T) {
 			[]string{"meta-llama/Llama-3.1-70B does not fit on h100", "GiB weights", "--tensor-parallel-size", "--gpu-memory-utilization"}},
 		{"deepseek-v3 on 4 h100", "deepseek-v3", 4, func(*Deployment) {}, []string{"does not fit"}},
 		{"qwen3-32b at full context on one h100", "qwen3-32b", 1, func(d *Deployment) { d.MaxModelLen = 40960 },
-			[]string{"--max-model-len 40960 needs 10.00 GiB", "the largest --max-model-len that fits is", "smaller --max-model-len"}},
+			[]string{"--max-model-len 40960: To serve at least one request with the models's max seq len (40960), (10.00 GiB KV cache is needed",
+				"Based on the available memory, the estimated maximum model length is", "decreasing `max_model_len`"}},
 		{"override does not bypass the check", "llama-3.1-70b", 1, func(d *Deployment) { d.NumGPUBlocksOverride = 10 }, []string{"does not fit"}},
+		{"override beyond the GPU's memory", "llama-3.1-8b", 1, func(d *Deployment) { d.NumGPUBlocksOverride = 2_000_000_000 },
+			[]string{"--num-gpu-blocks-override 2000000000: a KV pool of 2000000000 blocks needs 3906250.00 GiB per GPU", "At most 32588 blocks fit (the memory plan sizes 26097)", "CUDA out of memory", "At most"}},
+		{"override near the int64 limit", "llama-3.1-8b", 1, func(d *Deployment) { d.NumGPUBlocksOverride = 9_000_000_000_000_000_000 },
+			[]string{"--num-gpu-blocks-override 9000000000000000000", "CUDA out of memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,7 +318,7 @@ func TestGptOss120bMemoryReport(t *testing.T) {
 	// blocks = 4.79 GiB, more than the 2.60 GiB left.
 	d = deploy(t, "gpt-oss-120b", "h100", 1)
 	d.MaxModelLen = 131072
-	if _, err := PlanMemory(d); err == nil || !strings.Contains(err.Error(), "needs 4.79 GiB") {
+	if _, err := PlanMemory(d); err == nil || !strings.Contains(err.Error(), "(4.79 GiB KV cache is needed") {
 		t.Fatalf("want the two groups' 4.79 GiB need, got %v", err)
 	}
 	// vllm#27508's settings: the sliding half needs ⌈(127 + 1024)/16⌉ + 1 = 73 blocks.

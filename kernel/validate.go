@@ -30,8 +30,8 @@ func Validate(d Deployment) error {
 	if d.DP < 0 {
 		return fmt.Errorf("--data-parallel-size %d must be ≥ 1", d.DP)
 	}
-	if d.CUDAGraphMode != "" && !slices.Contains(CUDAGraphModes, d.CUDAGraphMode) {
-		return fmt.Errorf("--compilation-config cudagraph_mode %q: allowed %v", d.CUDAGraphMode, CUDAGraphModes)
+	if d.CUDAGraphMode != "" && !slices.Contains(CUDAGraphModes(), d.CUDAGraphMode) {
+		return fmt.Errorf("--compilation-config cudagraph_mode %q: allowed %v", d.CUDAGraphMode, CUDAGraphModes())
 	}
 	if d.MaxCUDAGraphCaptureSize < 0 {
 		return fmt.Errorf("--max-cudagraph-capture-size %d must be ≥ 0", d.MaxCUDAGraphCaptureSize)

@@ -3,6 +3,7 @@ package scenario
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -29,6 +30,9 @@ type Resolved struct {
 	Pricer     kernel.Pricer
 	// Source yields the scenario's requests; it is single-use.
 	Source workload.Source
+	// Notes are INFO lines for stderr: settings accepted that change
+	// nothing in a simulation, fallbacks taken.
+	Notes []string
 }
 
 // vLLM's batch defaults for `vllm serve` (OPENAI_API_SERVER usage context),
@@ -42,12 +46,27 @@ const (
 	smallDefaultMaxSeqs   = 256
 )
 
+// Bounds BLIS itself needs (vLLM has none): the number of data-parallel
+// ranks it simulates, and of aiperf lanes it keeps.
+const (
+	MaxDataParallel = 4096
+	MaxLanes        = 1 << 20
+)
+
+// DefaultNumPrompts is vllm bench serve's --num-prompts (1000), which the
+// datasets it samples (random, sharegpt, prefix_repetition) take when
+// --num-prompts is left at 0; traces replay every record.
+const DefaultNumPrompts = 1000
+
 func bad(key, value, msg string) error { return &InputError{Key: "--" + key, Value: value, Msg: msg} }
 
 // Resolve checks s and binds it to the catalog. Every error is an
 // *InputError naming the flag.
 func (s Scenario) Resolve() (*Resolved, error) {
-	r := &Resolved{Scenario: s}
+	if err := s.applyGenericLengths(); err != nil {
+		return nil, err
+	}
+	r := &Resolved{Scenario: s, Notes: s.benchNotes()}
 	var err error
 	if r.Model, err = catalog.LookupModel(s.Model); err != nil {
 		return nil, bad("model", s.Model, err.Error())
@@ -56,6 +75,9 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		return nil, bad("hardware", s.Hardware, err.Error())
 	}
 	if err := s.checkRanges(); err != nil {
+		return nil, err
+	}
+	if err := s.checkBackend(); err != nil {
 		return nil, err
 	}
 
@@ -84,6 +106,21 @@ func (s Scenario) Resolve() (*Resolved, error) {
 			mns = bigDefaultMaxSeqs
 		}
 		mns = min(mns, mnbt)
+	}
+
+	// vLLM's SchedulerConfig.verify_max_model_len (vllm/config/scheduler.py,
+	// main @ 01230b40128e), with its messages.
+	if mnbt < mns {
+		key, v := "max-num-batched-tokens", mnbt
+		if s.MaxNumBatchedTokens == 0 {
+			key, v = "max-num-seqs", mns // the token budget is vLLM's default
+		}
+		return nil, bad(key, fmt.Sprint(v), fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d)", mnbt, mns))
+	}
+	if !s.EnableChunkedPrefill && mnbt < maxLen {
+		return nil, bad("max-num-batched-tokens", fmt.Sprint(mnbt), fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). "+
+			"This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "+
+			"Please increase max_num_batched_tokens or decrease max_model_len (or enable chunked prefill).", mnbt, maxLen))
 	}
 
 	blockSize := s.BlockSize
@@ -116,8 +153,12 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
-	if r.Pricer, err = newPricer(s.StepModel, r.Deployment); err != nil {
+	var note string
+	if r.Pricer, note, err = newPricer(s.StepModel, r.Deployment); err != nil {
 		return nil, err
+	}
+	if note != "" {
+		r.Notes = append(r.Notes, note)
 	}
 	r.Engine = engine.Config{
 		MaxNumSeqs: mns, MaxNumBatchedTokens: mnbt,
@@ -137,13 +178,43 @@ func (s Scenario) Resolve() (*Resolved, error) {
 	r.Random = workload.RandomSpec{
 		InputLen: s.RandomInputLen, OutputLen: s.RandomOutputLen,
 		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
-		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, 1000),
+		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, DefaultNumPrompts),
 		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
 	}
 	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
+	if err := r.checkServesSomething(); err != nil {
+		workload.Close(r.Source)
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkServesSomething fails at start-up when the engine would refuse even
+// the shortest request the workload can send: every request would fail
+// (vLLM answers each with HTTP 400, or, for a KV pool smaller than one
+// request, never schedules it), and a run that serves nothing is an input
+// mistake, not a result. Traces are checked request by request instead.
+func (r *Resolved) checkServesSomething() error {
+	prompt, output, ok := workload.Shortest(r.Scenario.traceSpec(r.Random))
+	if !ok {
+		return nil
+	}
+	eng, err := engine.New(r.Engine)
+	if err != nil {
+		return &InputError{Msg: err.Error()}
+	}
+	why := eng.Refusal(prompt, output)
+	if why == "" {
+		return nil
+	}
+	key, val := "max-model-len", fmt.Sprint(r.Engine.MaxModelLen)
+	if strings.HasPrefix(why, "kv_capacity") {
+		key, val = "num-gpu-blocks-override", fmt.Sprint(r.Memory.NumBlocks)
+	}
+	return bad(key, val, fmt.Sprintf("every request would fail: the shortest %s request (%d prompt + %d output tokens) is refused with %q",
+		r.Scenario.Dataset(), prompt, output, why))
 }
 
 // checkRanges rejects values no deployment could have, naming the flag.
@@ -166,6 +237,9 @@ func (s Scenario) checkRanges() error {
 		if p.v < 1 {
 			return bad(p.key, fmt.Sprint(p.v), "must be ≥ 1")
 		}
+	}
+	if s.DataParallelSize > MaxDataParallel {
+		return bad("data-parallel-size", fmt.Sprint(s.DataParallelSize), fmt.Sprintf("at most %d ranks: BLIS simulates every rank's engine and routes each request over all of them, so a run's time grows with ranks × requests", MaxDataParallel))
 	}
 	nonNeg := []struct {
 		key string
@@ -191,6 +265,9 @@ func (s Scenario) checkRanges() error {
 	}
 	if !(s.RequestRate > 0) {
 		return bad("request-rate", fmt.Sprint(s.RequestRate), "must be > 0 requests/s, or inf")
+	}
+	if !(s.FixedScheduleSpeedup > 0) || math.IsInf(s.FixedScheduleSpeedup, 0) {
+		return bad("fixed-schedule-speedup", fmt.Sprint(s.FixedScheduleSpeedup), "must be a finite number > 0 (1: the trace's own pace)")
 	}
 	if !(s.Burstiness > 0) {
 		return bad("burstiness", fmt.Sprint(s.Burstiness), "must be > 0")
@@ -259,8 +336,8 @@ func (s Scenario) checkClient() error {
 			return bad(r.key, fmt.Sprint(r.v), fmt.Sprintf("must be in [0, %g] seconds (0: off)", maxSeconds))
 		}
 	}
-	if !slices.Contains(kernel.MoEBackends, s.MoEBackend) {
-		return bad("moe-backend", s.MoEBackend, "allowed: "+strings.Join(kernel.MoEBackends, ", "))
+	if !slices.Contains(kernel.MoEBackends(), s.MoEBackend) {
+		return bad("moe-backend", s.MoEBackend, "allowed: "+strings.Join(kernel.MoEBackends(), ", "))
 	}
 	if f := s.FrontendLatencyMs; !(f >= 0 && f <= 60000) {
 		return bad("frontend-latency-ms", fmt.Sprint(f), "must be in [0, 60000] ms (0: the engine's time only)")
@@ -272,6 +349,8 @@ func (s Scenario) checkClient() error {
 		switch {
 		case s.MaxConcurrency < 1:
 			return bad("max-concurrency", fmt.Sprint(s.MaxConcurrency), "lanes need ≥ 1: it is the number of lanes")
+		case s.MaxConcurrency > MaxLanes:
+			return bad("max-concurrency", fmt.Sprint(s.MaxConcurrency), fmt.Sprintf("at most %d lanes: BLIS keeps each lane (an aiperf worker replaying one trajectory) in memory", MaxLanes))
 		case s.NumWarmups > 0:
 			return bad("num-warmups", fmt.Sprint(s.NumWarmups), "is vllm bench's warm-up; with lanes use --warmup-requests-per-lane")
 		case !math.IsInf(s.RequestRate, 1):
@@ -315,29 +394,29 @@ func (r *Resolved) Reopen() (workload.Source, error) {
 }
 
 // newPricer builds the step pricer --step-model names. auto takes the
-// fitted pricer where the chip has fitted coefficients and the model an
-// operator graph, and the roofline otherwise.
-func newPricer(name string, d kernel.Deployment) (kernel.Pricer, error) {
+// fitted pricer, and falls back to the roofline only where the chip has no
+// fitted kernel coefficients (kernel.ErrNoCoefficients), with a note for
+// stderr saying so; any other error of the fitted pricer is an error.
+func newPricer(name string, d kernel.Deployment) (kernel.Pricer, string, error) {
 	switch name {
 	case "roofline":
 		p, err := kernel.NewRoofline(d)
 		if err != nil {
-			return nil, &InputError{Msg: err.Error()}
+			return nil, "", &InputError{Msg: err.Error()}
 		}
-		return p, nil
-	case "fitted":
+		return p, "", nil
+	case "fitted", "auto", "":
 		p, err := kernel.NewFitted(d)
-		if err != nil {
-			return nil, bad("step-model", name, err.Error())
+		if err == nil {
+			return p, "", nil
 		}
-		return p, nil
-	case "auto", "":
-		if p, err := kernel.NewFitted(d); err == nil {
-			return p, nil
+		if name != "fitted" && errors.Is(err, kernel.ErrNoCoefficients) {
+			p, _, err := newPricer("roofline", d)
+			return p, "INFO step model roofline-v1: no fitted kernel coefficients for " + d.Chip.Name, err
 		}
-		return newPricer("roofline", d)
+		return nil, "", bad("step-model", cmp.Or(name, "auto"), err.Error())
 	}
-	return nil, bad("step-model", name, "allowed: auto, fitted, roofline")
+	return nil, "", bad("step-model", name, "allowed: auto, fitted, roofline")
 }
 
 // traceSpec is the workload the scenario names.
@@ -395,8 +474,8 @@ func parseCompilationConfig(js string) (compilationConfig, error) {
 		v := raw[k]
 		switch k {
 		case "cudagraph_mode":
-			if err := json.Unmarshal(v, &cc.Mode); err != nil || !slices.Contains(kernel.CUDAGraphModes, cc.Mode) {
-				return cc, bad("compilation-config", string(v), "cudagraph_mode: allowed "+strings.Join(kernel.CUDAGraphModes, ", "))
+			if err := json.Unmarshal(v, &cc.Mode); err != nil || !slices.Contains(kernel.CUDAGraphModes(), cc.Mode) {
+				return cc, bad("compilation-config", string(v), "cudagraph_mode: allowed "+strings.Join(kernel.CUDAGraphModes(), ", "))
 			}
 		case "max_cudagraph_capture_size":
 			if err := json.Unmarshal(v, &cc.MaxCaptureSize); err != nil || cc.MaxCaptureSize < 1 {

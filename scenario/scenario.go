@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"blis/catalog"
 	suggestpkg "blis/internal/suggest"
 	"blis/workload"
 )
@@ -45,7 +46,7 @@ type Scenario struct {
 	MaxCUDAGraphCaptureSize   int
 	AsyncScheduling           bool
 	EnableExpertParallel      bool
-	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends)
+	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends())
 
 	// vllm bench serve
 	DatasetName       string
@@ -62,6 +63,16 @@ type Scenario struct {
 	Seed              int64
 	MetricPercentiles []float64
 	PercentileMetrics string
+	Backend           string // --backend: one of Backends(), written as the result's backend
+	Endpoint          string // --endpoint: checked against Backend, else no effect
+	InputLen          int    // --input-len: sets RandomInputLen (0: unset)
+	OutputLen         int    // --output-len: sets the datasets' output lengths (0: unset)
+	IgnoreEOS         bool   // --ignore-eos: BLIS always honours output lengths
+	Goodput           []SLO  // --goodput objectives
+	Tokenizer         string // --tokenizer: written as tokenizer_id (default: the model)
+	// NoEffect holds the vllm bench serve flags given that a simulation
+	// cannot honour (noEffectFlags), by name.
+	NoEffect map[string]string
 
 	// traces and other datasets (vllm bench / aiperf / inference-perf names)
 	DatasetPath              string
@@ -106,11 +117,30 @@ type Scenario struct {
 	ResultFilename string
 	Export         string // comma list of export formats
 	ExportDir      string
+	Label          string // --label
+	Metadata       []KV   // --metadata, in the order given
+	AppendResult   bool   // --append-result
 }
 
-// Defaults returns vLLM's own defaults (vllm serve / vllm bench serve as of
-// v0.11, async scheduling as of v0.14), which apply to every key a scenario
-// leaves out.
+// Defaults is the one set of defaults: every key a command line or a
+// scenario file leaves out keeps its value here, so `blis run`, `blis run
+// empty.yaml` and `blis run --model X` simulate the same load, and --help and
+// docs/flags.md print these values.
+//
+// They are vLLM's own where vLLM has one: `vllm serve`'s engine arguments
+// (v0.11; async scheduling as of v0.14) and `vllm bench serve`'s
+// (vllm-project/vllm main @ 009e6d4a1cd6, vllm/benchmarks/serve.py
+// add_cli_args, and @ 0056b87fc1fd, datasets.py add_dataset_parser):
+// --dataset-name random, --random-input-len 1024, --random-output-len 128,
+// --random-range-ratio 0, --num-prompts 1000 (NumPrompts 0 here: the
+// dataset's own count, 1000 for the datasets vllm bench samples, every record
+// of a trace), no --max-concurrency, --request-rate inf, --burstiness 1,
+// --num-warmups 0, --seed 0. BLIS's own apply only where
+// vLLM has none: the model (vLLM requires one) and the chip, the step model,
+// the frontend latency, aiperf's client settings (aiperf's defaults), and
+// the reported percentiles: BLIS prints P50, P90, P95 and P99 of TTFT, TPOT,
+// ITL and E2EL where vllm bench prints P99 of TTFT, TPOT and ITL (the
+// shared rows are the same numbers).
 func Defaults() Scenario {
 	return Scenario{
 		// vLLM ≥ 0.14 (vllm/config/vllm.py, SchedulerConfig.async_scheduling
@@ -137,6 +167,8 @@ func Defaults() Scenario {
 		Burstiness:        1,
 		MetricPercentiles: []float64{50, 90, 95, 99},
 		PercentileMetrics: "ttft,tpot,itl,e2el",
+		Backend:           "openai",          // vllm bench serve --backend
+		Endpoint:          "/v1/completions", // vllm bench serve --endpoint
 		StepModel:         "auto",
 		MoEBackend:        "auto",
 		// vllm-project/vllm#54628 (2026): vllm bench serve's client TTFT
@@ -144,6 +176,8 @@ func Defaults() Scenario {
 		// requests, --backend openai, 512-token prompts, concurrency 8:
 		// +8.4 ms and +12.0 ms in two rounds; their mean.
 		FrontendLatencyMs: 10.2,
+
+		FixedScheduleSpeedup: 1, // aiperf's --fixed-schedule-speedup
 
 		ConcurrencyMode:       "auto",
 		CacheBust:             "none",
@@ -167,10 +201,68 @@ type Value interface {
 type Setting struct {
 	Name  string
 	Usage string
-	Group string // "serve", "bench" or "output"
+	Group string // one of Groups()
 	Value Value
-	// Neg is the --no-<name> spelling of a boolean setting ("" if none).
+	// Neg is the --no-<name> spelling of a boolean setting (nil if none).
 	Neg Value
+	// Zero says what the zero value (0, "" or an empty list) means where it
+	// is not simply zero: "none" for an unset cap, vLLM's rule for a
+	// chip-dependent default.
+	Zero string
+}
+
+// Group is a heading of the settings table.
+type Group struct{ Name, Title string }
+
+// Groups lists the settings' groups in help order.
+func Groups() []Group {
+	return []Group{
+		{"serve", "Deployment (vllm serve)"},
+		{"bench", "Load (vllm bench serve)"},
+		{"trace", "Traces and other datasets (vllm bench serve, aiperf, inference-perf)"},
+		{"client", "Client (aiperf)"},
+		{"blis", "BLIS"},
+		{"output", "Output"},
+		{"noeffect", "vllm bench serve flags accepted with no effect in a simulation"},
+	}
+}
+
+// DefaultText is the setting's value as a default to print: its value, or
+// what its zero value means ("none" for an unset string).
+func (st Setting) DefaultText() string {
+	v := st.Value.String()
+	if st.Zero != "" && (v == "" || v == "0") {
+		return st.Zero
+	}
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
+// DefaultSettings is the settings table bound to Defaults(): what --help and
+// docs/flags.md print.
+func DefaultSettings() []Setting {
+	d := Defaults()
+	return d.Settings()
+}
+
+// chipNames lists the catalog's chips, for help text.
+func chipNames() string {
+	var names []string
+	for _, c := range catalog.Chips() {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// modelNames lists the catalog's model ids, for help text.
+func modelNames() string {
+	var names []string
+	for _, m := range catalog.Models() {
+		names = append(names, m.ID)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Settings lists every key of s, bound to s's fields, in help order.
@@ -187,43 +279,51 @@ func (s *Scenario) Settings() []Setting {
 	fsao, _ := b(&s.FixedScheduleAutoOffset)
 	tsi, _ := b(&s.TraceSkipInvalid)
 	ds, _ := b(&s.DisableShuffle)
-	return []Setting{
-		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (case-insensitive) or short alias, e.g. meta-llama/Llama-3.1-70B, qwen3-32b"},
-		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: h100, h200, a100, b200 (h100_sxm style accepted)"},
+	b1 := func(p *bool) Value { return boolValue{p: p} }
+	out := []Setting{
+		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (any case) or a short alias such as llama-3.1-70b or qwen3-32b; `blis catalog list` lists them: " + modelNames()},
+		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: " + chipNames() + " (any case; h100_sxm style accepted)"},
 		{Name: "tensor-parallel-size", Group: "serve", Value: intValue{&s.TensorParallelSize}, Usage: "GPUs per replica (tensor parallelism); -tp works too"},
-		{Name: "data-parallel-size", Group: "serve", Value: intValue{&s.DataParallelSize}, Usage: "engine ranks of tensor-parallel-size GPUs each, behind vLLM's DP load balancer; a MoE model's ranks step together and split the experts over all their GPUs; -dp works too"},
-		{Name: "max-num-seqs", Group: "serve", Value: intValue{&s.MaxNumSeqs}, Usage: "max running requests per step (0 = vLLM's default for the chip: 1024 on ≥70 GiB non-A100 GPUs, else 256)"},
-		{Name: "max-num-batched-tokens", Group: "serve", Value: intValue{&s.MaxNumBatchedTokens}, Usage: "token budget per step (0 = vLLM's default: 8192 on ≥70 GiB non-A100 GPUs, else 2048)"},
+		{Name: "data-parallel-size", Group: "serve", Value: intValue{&s.DataParallelSize}, Usage: "engine ranks of tensor-parallel-size GPUs each, behind vLLM's DP load balancer; a MoE model's ranks step together and split the experts over all their GPUs; -dp works too; at most " + strconv.Itoa(MaxDataParallel)},
+		{Name: "max-num-seqs", Group: "serve", Value: intValue{&s.MaxNumSeqs}, Usage: "max running requests per step", Zero: "vLLM's for the chip: 1024 on ≥ 70 GiB GPUs other than A100, else 256, at most --max-num-batched-tokens"},
+		{Name: "max-num-batched-tokens", Group: "serve", Value: intValue{&s.MaxNumBatchedTokens}, Usage: "token budget per step; must be ≥ --max-num-seqs", Zero: "vLLM's for the chip: 8192 on ≥ 70 GiB GPUs other than A100, else 2048; at least --max-model-len without chunked prefill"},
 		{Name: "gpu-memory-utilization", Group: "serve", Value: floatValue{&s.GPUMemoryUtilization}, Usage: "fraction of GPU memory vLLM may use"},
-		{Name: "max-model-len", Group: "serve", Value: intValue{&s.MaxModelLen}, Usage: "max prompt+output tokens per request (0 = the model's max_position_embeddings)"},
-		{Name: "block-size", Group: "serve", Value: intValue{&s.BlockSize}, Usage: "KV cache block size in tokens"},
-		{Name: "kv-cache-dtype", Group: "serve", Value: stringValue{&s.KVCacheDtype}, Usage: "auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2"},
-		{Name: "quantization", Group: "serve", Value: stringValue{&s.Quantization}, Usage: "weight quantization: empty (the checkpoint's own) or fp8"},
-		{Name: "num-gpu-blocks-override", Group: "serve", Value: intValue{&s.NumGPUBlocksOverride}, Usage: "set the KV pool to exactly this many blocks (0 = size it from memory)"},
-		{Name: "enable-prefix-caching", Group: "serve", Value: pc, Neg: pcNeg, Usage: "automatic prefix caching (--no-enable-prefix-caching turns it off)"},
-		{Name: "enable-chunked-prefill", Group: "serve", Value: cp, Neg: cpNeg, Usage: "chunked prefill (--no-enable-chunked-prefill turns it off)"},
-		{Name: "long-prefill-token-threshold", Group: "serve", Value: intValue{&s.LongPrefillTokenThreshold}, Usage: "cap on one request's prefill tokens per step (0 = off)"},
+		{Name: "max-model-len", Group: "serve", Value: intValue{&s.MaxModelLen}, Usage: "max prompt + output tokens per request; longer prompts are rejected", Zero: "the model's max_position_embeddings"},
+		{Name: "block-size", Group: "serve", Value: intValue{&s.BlockSize}, Usage: "KV cache block size in tokens: 1, 8, 16, 32, 64, 128 or 256"},
+		{Name: "kv-cache-dtype", Group: "serve", Value: stringValue{&s.KVCacheDtype}, Usage: "auto (the model's dtype), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2"},
+		{Name: "quantization", Group: "serve", Value: stringValue{&s.Quantization}, Usage: "weight quantization: fp8, or none for the checkpoint's own", Zero: "the checkpoint's own"},
+		{Name: "num-gpu-blocks-override", Group: "serve", Value: intValue{&s.NumGPUBlocksOverride}, Usage: "set the KV pool to exactly this many blocks; it must fit the GPU's memory", Zero: "none: sized from memory"},
+		{Name: "enable-prefix-caching", Group: "serve", Value: pc, Neg: pcNeg, Usage: "automatic prefix caching"},
+		{Name: "enable-chunked-prefill", Group: "serve", Value: cp, Neg: cpNeg, Usage: "chunked prefill"},
+		{Name: "long-prefill-token-threshold", Group: "serve", Value: intValue{&s.LongPrefillTokenThreshold}, Usage: "cap on one request's prefill tokens per step", Zero: "off"},
 		{Name: "enforce-eager", Group: "serve", Value: ee, Neg: eeNeg, Usage: "no CUDA graphs"},
-		{Name: "compilation-config", Group: "serve", Value: stringValue{&s.CompilationConfig}, Usage: `vLLM's compilation config as JSON; BLIS models "cudagraph_mode" and "cudagraph_capture_sizes" / "max_cudagraph_capture_size"`},
-		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph (0: vLLM's default min(2 × max-num-seqs, 512))"},
-		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one"},
+		{Name: "compilation-config", Group: "serve", Value: stringValue{&s.CompilationConfig}, Usage: `vLLM's compilation config as JSON; BLIS models "cudagraph_mode" and "cudagraph_capture_sizes" / "max_cudagraph_capture_size" and accepts vLLM's other keys`},
+		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph", Zero: "vLLM's: min(2 × max-num-seqs, 512)"},
+		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one (vLLM ≥ 0.14; off is vLLM ≤ 0.13's serial step)"},
 		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the DP × TP GPUs instead of slicing every expert"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
-		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames, ", ") + " (default random, or --custom-dataset-type)"},
+		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames(), ", "), Zero: "random, or --custom-dataset-type"},
 		{Name: "random-input-len", Group: "bench", Value: intValue{&s.RandomInputLen}, Usage: "mean prompt tokens (random dataset)"},
-		{Name: "random-output-len", Group: "bench", Value: intValue{&s.RandomOutputLen}, Usage: "mean output tokens (random dataset); honoured exactly, as with --ignore-eos"},
+		{Name: "random-output-len", Group: "bench", Value: intValue{&s.RandomOutputLen}, Usage: "mean output tokens (random dataset); output lengths are always honoured exactly, as with --ignore-eos"},
 		{Name: "random-range-ratio", Group: "bench", Value: floatValue{&s.RandomRangeRatio}, Usage: "length spread: uniform in [L(1-r), L(1+r)] (current) or [L·r, L] (legacy)"},
 		{Name: "random-range-style", Group: "bench", Value: stringValue{&s.RandomRangeStyle}, Usage: "current (vllm bench today) or legacy (old benchmark_serving.py, InferenceX's client)"},
 		{Name: "random-prefix-len", Group: "bench", Value: intValue{&s.RandomPrefixLen}, Usage: "tokens of a prefix shared by every prompt"},
-		{Name: "num-prompts", Group: "bench", Value: intValue{&s.NumPrompts}, Usage: "requests in the timed run (0: the dataset's default: 1000 for random, sharegpt and prefix_repetition, the whole file for traces)"},
-		{Name: "max-concurrency", Group: "bench", Value: intValue{&s.MaxConcurrency}, Usage: "max requests in flight (0 = no cap)"},
+		{Name: "num-prompts", Group: "bench", Value: intValue{&s.NumPrompts}, Usage: "requests in the timed run", Zero: "1000 for random, sharegpt and prefix_repetition (vllm bench serve's), every record of a trace"},
+		{Name: "max-concurrency", Group: "bench", Value: intValue{&s.MaxConcurrency}, Usage: "max requests in flight", Zero: "none"},
 		{Name: "request-rate", Group: "bench", Value: rateValue{&s.RequestRate}, Usage: "requests per second, or inf to release all at once"},
 		{Name: "burstiness", Group: "bench", Value: floatValue{&s.Burstiness}, Usage: "gamma shape of inter-arrival times (1 = Poisson)"},
 		{Name: "num-warmups", Group: "bench", Value: intValue{&s.NumWarmups}, Usage: "warm-up requests (copies of the first prompt) before the timed run"},
 		{Name: "seed", Group: "bench", Value: int64Value{&s.Seed}, Usage: "random seed: same seed, same output, byte for byte"},
 		{Name: "metric-percentiles", Group: "bench", Value: floatListValue{&s.MetricPercentiles}, Usage: "comma-separated percentiles to report"},
-		{Name: "percentile-metrics", Group: "bench", Value: stringValue{&s.PercentileMetrics}, Usage: "comma-separated metrics printed with percentiles: ttft,tpot,itl,e2el"},
+		{Name: "percentile-metrics", Group: "bench", Value: stringValue{&s.PercentileMetrics}, Usage: "comma-separated metrics printed with percentiles: ttft, tpot, itl, e2el"},
+		{Name: "goodput", Group: "bench", Value: goodputValue{&s.Goodput}, Usage: "service level objectives as KEY:MS pairs (ttft, tpot, e2el), several after one flag as in vLLM (--goodput ttft:200 tpot:50); adds request_goodput: completed requests meeting all of them per second", Zero: "none"},
+		{Name: "backend", Group: "bench", Value: stringValue{&s.Backend}, Usage: "vLLM's request function: " + strings.Join(Backends(), ", ") + " (text generation; BLIS simulates one engine behind any of them); written as the result's backend and endpoint_type"},
+		{Name: "endpoint", Group: "bench", Value: stringValue{&s.Endpoint}, Usage: "API path; checked against --backend as vLLM checks it, otherwise no effect"},
+		{Name: "input-len", Group: "bench", Value: intValue{&s.InputLen}, Usage: "vLLM's generic prompt length: sets --random-input-len", Zero: "none"},
+		{Name: "output-len", Group: "bench", Value: intValue{&s.OutputLen}, Usage: "vLLM's generic output length: sets --random-output-len, --sharegpt-output-len and --prefix-repetition-output-len", Zero: "none"},
+		{Name: "ignore-eos", Group: "bench", Value: b1(&s.IgnoreEOS), Usage: "accepted; BLIS always generates exactly the requested output tokens, with or without it (vllm bench sets it itself for random prompts)"},
+		{Name: "tokenizer", Group: "bench", Value: stringValue{&s.Tokenizer}, Usage: "written as the result's tokenizer_id; BLIS counts tokens and tokenizes no text", Zero: "the model"},
 
 		{Name: "dataset-path", Group: "trace", Value: stringValue{&s.DatasetPath}, Usage: "dataset or trace file (vllm bench)"},
 		{Name: "input-file", Group: "trace", Value: stringValue{&s.InputFile}, Usage: "trace file (aiperf); same as --dataset-path"},
@@ -231,11 +331,11 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "fixed-schedule", Group: "trace", Value: fs, Usage: "send each request at its trace timestamp (aiperf)"},
 		{Name: "fixed-schedule-auto-offset", Group: "trace", Value: fsao, Usage: "count timestamps from the first one"},
 		{Name: "fixed-schedule-start-offset", Group: "trace", Value: int64Value{&s.FixedScheduleStartOffset}, Usage: "keep records from this timestamp on, ms"},
-		{Name: "fixed-schedule-end-offset", Group: "trace", Value: int64Value{&s.FixedScheduleEndOffset}, Usage: "keep records up to this timestamp, ms"},
+		{Name: "fixed-schedule-end-offset", Group: "trace", Value: int64Value{&s.FixedScheduleEndOffset}, Usage: "keep records up to this timestamp, ms", Zero: "none"},
 		{Name: "fixed-schedule-speedup", Group: "trace", Value: floatValue{&s.FixedScheduleSpeedup}, Usage: "divide trace time offsets and delays by this"},
-		{Name: "isl-block-size", Group: "trace", Value: intValue{&s.ISLBlockSize}, Usage: "tokens per mooncake hash id (default 512)"},
+		{Name: "isl-block-size", Group: "trace", Value: intValue{&s.ISLBlockSize}, Usage: "tokens per mooncake hash id", Zero: "512 (aiperf's)"},
 		{Name: "trace-skip-invalid", Group: "trace", Value: tsi, Usage: "skip (and count) trace records with impossible values instead of failing"},
-		{Name: "sharegpt-output-len", Group: "trace", Value: intValue{&s.ShareGPTOutputLen}, Usage: "output length of every ShareGPT request (0: the reply's length)"},
+		{Name: "sharegpt-output-len", Group: "trace", Value: intValue{&s.ShareGPTOutputLen}, Usage: "output length of every ShareGPT request", Zero: "the reply's length"},
 		{Name: "disable-shuffle", Group: "trace", Value: ds, Usage: "take dataset entries in file order"},
 		{Name: "prefix-repetition-prefix-len", Group: "trace", Value: intValue{&s.PrefixRepetition.PrefixLen}, Usage: "prefix_repetition: prefix tokens"},
 		{Name: "prefix-repetition-suffix-len", Group: "trace", Value: intValue{&s.PrefixRepetition.SuffixLen}, Usage: "prefix_repetition: suffix tokens"},
@@ -247,29 +347,36 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "shared-prefix-question-len", Group: "trace", Value: intValue{&s.SharedPrefix.QuestionLen}, Usage: "shared_prefix: question tokens"},
 		{Name: "shared-prefix-output-len", Group: "trace", Value: intValue{&s.SharedPrefix.OutputLen}, Usage: "shared_prefix: output tokens"},
 		{Name: "agentic-num-sessions", Group: "trace", Value: intValue{&s.Agentic.NumSessions}, Usage: "agentic: synthetic coding sessions"},
-		{Name: "agentic-session-rate", Group: "trace", Value: floatValue{&s.Agentic.SessionRate}, Usage: "agentic: sessions started per second"},
+		{Name: "agentic-session-rate", Group: "trace", Value: floatValue{&s.Agentic.SessionRate}, Usage: "agentic: sessions started per second (0: no timestamps; sessions start by --request-rate)"},
 
 		{Name: "concurrency-mode", Group: "client", Value: stringValue{&s.ConcurrencyMode}, Usage: "requests: --max-concurrency caps requests in flight (vllm bench); lanes: --max-concurrency lanes each replay one session tree at a time (aiperf agentic replay); auto: lanes when --warmup-requests-per-lane or --trajectory-start-max-ratio is set"},
 		{Name: "warmup-requests-per-lane", Group: "client", Value: intValue{&s.WarmupRequestsPerLane}, Usage: "lanes: warm-up requests per lane, its trajectory primer included, each asking for one token; after the primers, lanes replay with no delays"},
 		{Name: "trajectory-start-min-ratio", Group: "client", Value: floatValue{&s.TrajectoryStartMinRatio}, Usage: "lanes: each initial trajectory starts at a turn drawn in [min, max] of its turns, primed by a warm-up request carrying its history (aiperf's defaults: 0.25, 0.75)"},
 		{Name: "trajectory-start-max-ratio", Group: "client", Value: floatValue{&s.TrajectoryStartMaxRatio}, Usage: "lanes: upper bound of the start turn, as a share of the trajectory's turns"},
-		{Name: "trace-idle-gap-cap-seconds", Group: "client", Value: floatValue{&s.TraceIdleGapCapSeconds}, Usage: "cap every session delay (think, tool time) at this many seconds (0 = no cap)"},
-		{Name: "system-idle-gap-cap-seconds", Group: "client", Value: floatValue{&s.SystemIdleGapCapSeconds}, Usage: "when nothing is in flight, move pending releases earlier so the next comes within this many seconds (0 = off)"},
+		{Name: "trace-idle-gap-cap-seconds", Group: "client", Value: floatValue{&s.TraceIdleGapCapSeconds}, Usage: "cap every session delay (think, tool time) at this many seconds", Zero: "none"},
+		{Name: "system-idle-gap-cap-seconds", Group: "client", Value: floatValue{&s.SystemIdleGapCapSeconds}, Usage: "when nothing is in flight, move pending releases earlier so the next comes within this many seconds", Zero: "off"},
 		{Name: "cache-bust", Group: "client", Value: stringValue{&s.CacheBust}, Usage: "none, first_turn_prefix (a unique marker per trajectory play after the system prompt) or system_prefix (before it)"},
-		{Name: "benchmark-duration", Group: "client", Value: floatValue{&s.BenchmarkDuration}, Usage: "send no request after this many seconds of the timed phase (0 = no limit)"},
+		{Name: "benchmark-duration", Group: "client", Value: floatValue{&s.BenchmarkDuration}, Usage: "send no request after this many seconds of the timed phase", Zero: "none"},
 		{Name: "benchmark-grace-period", Group: "client", Value: secondsValue{&s.BenchmarkGracePeriod}, Usage: "seconds in-flight requests get after --benchmark-duration to be recorded, or inf"},
-		{Name: "request-timeout-seconds", Group: "client", Value: floatValue{&s.RequestTimeoutSeconds}, Usage: "cancel a request not complete this many seconds after it was sent, counted failed (0 = never)"},
+		{Name: "request-timeout-seconds", Group: "client", Value: floatValue{&s.RequestTimeoutSeconds}, Usage: "cancel a request not complete this many seconds after it was sent, counted failed (0: never)"},
 
 		{Name: "step-model", Group: "blis", Value: stringValue{&s.StepModel}, Usage: "step pricer: auto (fitted-v1 where the chip has fitted kernel coefficients, else roofline-v1), fitted, roofline"},
-		{Name: "frontend-latency-ms", Group: "blis", Value: floatValue{&s.FrontendLatencyMs}, Usage: "latency the vLLM frontend (HTTP, API server, IPC, streaming) adds to each request's TTFT and E2E beyond the engine (default: 10.2, measured in vllm#54628; 0 = engine only)"},
+		{Name: "frontend-latency-ms", Group: "blis", Value: floatValue{&s.FrontendLatencyMs}, Usage: "latency the vLLM frontend (HTTP, API server, IPC, streaming) adds to each request's TTFT and E2E beyond the engine, measured in vllm#54628 (0: the engine alone)"},
 
 		{Name: "save-result", Group: "output", Value: sr, Usage: "write the vLLM bench result JSON"},
 		{Name: "save-detailed", Group: "output", Value: sd, Usage: "add per-request arrays to the result JSON"},
-		{Name: "result-dir", Group: "output", Value: stringValue{&s.ResultDir}, Usage: "directory of the result JSON"},
-		{Name: "export", Group: "output", Value: stringValue{&s.Export}, Usage: "also write these benchmark-client formats: aiperf, guidellm, llmd, vllm, inferencex, inference-perf (comma list)"},
-		{Name: "export-dir", Group: "output", Value: stringValue{&s.ExportDir}, Usage: "directory of the --export files (default: the current directory)"},
-		{Name: "result-filename", Group: "output", Value: stringValue{&s.ResultFilename}, Usage: "name of the result JSON (default: blis-<model>-<hardware>-tp<N>.json)"},
+		{Name: "result-dir", Group: "output", Value: stringValue{&s.ResultDir}, Usage: "directory of the result JSON", Zero: "the current directory"},
+		{Name: "result-filename", Group: "output", Value: stringValue{&s.ResultFilename}, Usage: "name of the result JSON", Zero: "blis-<model>-<hardware>-tp<N>.json"},
+		{Name: "export", Group: "output", Value: stringValue{&s.Export}, Usage: "also write these benchmark-client formats (comma list): aiperf, guidellm, llmd, vllm, inferencex, inference-perf"},
+		{Name: "export-dir", Group: "output", Value: stringValue{&s.ExportDir}, Usage: "directory of the --export files", Zero: "the current directory"},
+		{Name: "label", Group: "output", Value: stringValue{&s.Label}, Usage: "the result's label", Zero: "none"},
+		{Name: "metadata", Group: "output", Value: metadataValue{&s.Metadata}, Usage: "KEY=VALUE pairs written into the result JSON, several after one flag as in vLLM (--metadata version=1 tp=2)", Zero: "none"},
+		{Name: "append-result", Group: "output", Value: b1(&s.AppendResult), Usage: "append the result to an existing result file (implies --save-result)"},
 	}
+	for _, f := range noEffectFlags {
+		out = append(out, Setting{Name: f.name, Group: "noeffect", Value: noEffectValue{m: &s.NoEffect, f: f}, Usage: "accepted; no effect in a simulation: " + f.why, Zero: "none"})
+	}
+	return out
 }
 
 // secondsValue is a duration in seconds that may be "inf".
@@ -290,7 +397,7 @@ func (v secondsValue) Set(s string) error {
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%q is not a number of seconds or inf", s)
+		return fmt.Errorf("%s is not a number of seconds or inf", quote(s))
 	}
 	*v.p = f
 	return nil
@@ -316,9 +423,9 @@ func (e *InputError) Error() string {
 		b.WriteString(": ")
 	}
 	if e.Key != "" {
-		fmt.Fprintf(&b, "%s", e.Key)
+		b.WriteString(e.Key)
 		if e.Value != "" {
-			fmt.Fprintf(&b, " %q", e.Value)
+			b.WriteString(" " + quote(e.Value))
 		}
 		b.WriteString(": ")
 	}
@@ -326,10 +433,15 @@ func (e *InputError) Error() string {
 	return b.String()
 }
 
-// IsInputError reports whether err is (or wraps) bad input.
+// Is makes every InputError match workload.ErrBadInput, the one mark of
+// input a user can fix: a flag, a scenario file, a trace or dataset file.
+func (e *InputError) Is(target error) bool { return target == workload.ErrBadInput }
+
+// IsInputError reports whether err is (or wraps) bad input: an InputError
+// or any workload error about a flag or a file's content. The CLI exits 2
+// on it.
 func IsInputError(err error) bool {
-	var ie *InputError
-	return errors.As(err, &ie)
+	return errors.Is(err, workload.ErrBadInput)
 }
 
 // ApplyYAML sets s from a scenario file's bytes. Keys are the flag names
@@ -350,6 +462,9 @@ func (s *Scenario) ApplyYAML(file string, data []byte, skip func(name string) bo
 		return nil
 	}
 	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil // a document with no keys ("---"): all defaults
+	}
 	if root.Kind != yaml.MappingNode {
 		return &InputError{File: file, Line: root.Line, Msg: "a scenario is a mapping of keys to values (key: value lines)"}
 	}
@@ -373,6 +488,18 @@ func (s *Scenario) ApplyYAML(file string, data []byte, skip func(name string) bo
 		}
 		seen[name] = k.Line
 		if skip != nil && skip(name) {
+			continue
+		}
+		if v.Kind == yaml.SequenceNode && strings.HasSuffix(st.Value.Type(), "...") {
+			// A list flag (--goodput, --metadata): one item per element.
+			for _, c := range v.Content {
+				if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
+					return &InputError{File: file, Line: c.Line, Key: name, Msg: "a list may hold only plain values"}
+				}
+				if err := st.Value.Set(c.Value); err != nil {
+					return &InputError{File: file, Line: c.Line, Key: name, Value: c.Value, Msg: err.Error()}
+				}
+			}
 			continue
 		}
 		raw, err := scalarText(v)

@@ -1,6 +1,9 @@
 package scenario
 
 import (
+	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,18 +44,32 @@ func TestApplyYAMLErrorsNameFileLineKey(t *testing.T) {
 	}
 }
 
-func TestEmbeddedDefaultParses(t *testing.T) {
-	s := Defaults()
-	if err := s.ApplyYAML("default.yaml", DefaultYAML, nil); err != nil {
-		t.Fatal(err)
+// An empty scenario file changes nothing: the defaults are Defaults()
+// whether or not a file is given.
+func TestEmptyScenarioIsDefaults(t *testing.T) {
+	for _, y := range []string{"", "# nothing\n", "---\n"} {
+		s := Defaults()
+		if err := s.ApplyYAML("empty.yaml", []byte(y), nil); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(s, Defaults()) {
+			t.Errorf("%q: %+v differs from Defaults()", y, s)
+		}
 	}
-	if s.MaxConcurrency != 32 || s.RandomOutputLen != 256 {
-		t.Fatalf("default scenario: %+v", s)
+}
+
+// The load defaults are vllm bench serve's (vllm/benchmarks/datasets.py
+// add_dataset_parser and serve.py add_cli_args).
+func TestDefaultsAreVLLMBenchServe(t *testing.T) {
+	d := Defaults()
+	if d.RandomInputLen != 1024 || d.RandomOutputLen != 128 || d.MaxConcurrency != 0 || !math.IsInf(d.RequestRate, 1) ||
+		d.Seed != 0 || d.NumWarmups != 0 || d.RandomRangeRatio != 0 || d.RandomPrefixLen != 0 || d.Burstiness != 1 {
+		t.Fatalf("defaults drifted from vllm bench serve: %+v", d)
 	}
 }
 
 func FuzzApplyYAML(f *testing.F) {
-	f.Add(DefaultYAML)
+	f.Add([]byte("model: meta-llama/Llama-3.1-8B\nhardware: h100\nrandom-output-len: 256\nmax-concurrency: 32\n"))
 	f.Add([]byte("model: x\nseed: -3\nmetric-percentiles: 1,2\n"))
 	f.Add([]byte("&a [*a]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -114,5 +131,35 @@ func TestDSAForcesBlockSize64(t *testing.T) {
 		if r.Deployment.BlockSize != tc.want || r.Engine.BlockSize != tc.want || r.Memory.KVCache.BlockSize != tc.want {
 			t.Errorf("%s: block size %d / %d / %d, want %d", tc.model, r.Deployment.BlockSize, r.Engine.BlockSize, r.Memory.KVCache.BlockSize, tc.want)
 		}
+	}
+}
+
+// --step-model auto falls back to the roofline only for a chip without
+// fitted coefficients, and says so; other failures are errors.
+func TestAutoStepModelFallback(t *testing.T) {
+	s := Defaults()
+	s.Hardware = "a100"
+	r, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pricer.Name() != "roofline-v1" || !slices.Contains(r.Notes, "INFO step model roofline-v1: no fitted kernel coefficients for a100") {
+		t.Fatalf("pricer %s, notes %q", r.Pricer.Name(), r.Notes)
+	}
+	s.StepModel = "fitted"
+	if _, err := s.Resolve(); err == nil || !IsInputError(err) || !strings.Contains(err.Error(), "no fitted kernel coefficients") {
+		t.Fatalf("--step-model fitted on a100: %v", err)
+	}
+	d := Defaults()
+	r, err = d.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := r.Deployment
+	m := *dep.Model
+	m.ID = "test/no-graph"
+	dep.Model = &m
+	if _, _, err := newPricer("auto", dep); err == nil || !strings.Contains(err.Error(), "--step-model") {
+		t.Fatalf("auto with a model lacking a graph: %v", err)
 	}
 }

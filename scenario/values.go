@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,16 +12,43 @@ import (
 // (String, Set, Type) without importing it, so one table of settings serves
 // both the command line and scenario files.
 
+// quote writes a value a user gave into a message: escaped as Go's %q does
+// (no raw control or binary bytes reach the terminal) and cut after 60
+// characters.
+func quote(s string) string {
+	const max = 60
+	if r := []rune(s); len(r) > max {
+		return strconv.Quote(string(r[:max])) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// parseInt reads a base-10 integer of the given bit size, saying "out of
+// range" with the bound rather than "not an integer" when it is one.
+func parseInt(s string, bitSize int) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, bitSize)
+	if err == nil {
+		return n, nil
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		if strings.HasPrefix(strings.TrimSpace(s), "-") {
+			return 0, fmt.Errorf("%s is out of range: at least %d", quote(s), int64(-1)<<(bitSize-1))
+		}
+		return 0, fmt.Errorf("%s is out of range: at most %d", quote(s), int64(1<<(bitSize-1)-1))
+	}
+	return 0, fmt.Errorf("%s is not an integer", quote(s))
+}
+
 type intValue struct{ p *int }
 
 func (v intValue) String() string { return strconv.Itoa(*v.p) }
 func (v intValue) Type() string   { return "int" }
 func (v intValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+	n, err := parseInt(s, strconv.IntSize)
 	if err != nil {
-		return fmt.Errorf("%q is not an integer", s)
+		return err
 	}
-	*v.p = n
+	*v.p = int(n)
 	return nil
 }
 
@@ -29,9 +57,9 @@ type int64Value struct{ p *int64 }
 func (v int64Value) String() string { return strconv.FormatInt(*v.p, 10) }
 func (v int64Value) Type() string   { return "int" }
 func (v int64Value) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	n, err := parseInt(s, 64)
 	if err != nil {
-		return fmt.Errorf("%q is not an integer", s)
+		return err
 	}
 	*v.p = n
 	return nil
@@ -44,7 +72,7 @@ func (v floatValue) Type() string   { return "float" }
 func (v floatValue) Set(s string) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%q is not a finite number", s)
+		return fmt.Errorf("%s is not a finite number", quote(s))
 	}
 	*v.p = f
 	return nil
@@ -68,7 +96,7 @@ func (v rateValue) Set(s string) error {
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%q is not a rate: use a number of requests per second or inf", s)
+		return fmt.Errorf("%s is not a rate: use a number of requests per second or inf", quote(s))
 	}
 	*v.p = f
 	return nil
@@ -98,7 +126,7 @@ func (v boolValue) IsBoolFlag() bool { return true }
 func (v boolValue) Set(s string) error {
 	b, err := strconv.ParseBool(strings.TrimSpace(s))
 	if err != nil {
-		return fmt.Errorf("%q is not a boolean (true or false)", s)
+		return fmt.Errorf("%s is not a boolean (true or false)", quote(s))
 	}
 	*v.p = b != v.neg
 	return nil
@@ -124,12 +152,12 @@ func (v floatListValue) Set(s string) error {
 		}
 		f, err := strconv.ParseFloat(part, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Errorf("%q is not a number", part)
+			return fmt.Errorf("%s is not a number", quote(part))
 		}
 		out = append(out, f)
 	}
 	if len(out) == 0 {
-		return fmt.Errorf("%q: give at least one number", s)
+		return fmt.Errorf("%s: give at least one number", quote(s))
 	}
 	*v.p = out
 	return nil

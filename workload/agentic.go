@@ -58,14 +58,22 @@ func (a AgenticSpec) resolve() (AgenticSpec, error) {
 	if a == (AgenticSpec{}) {
 		a = DefaultAgenticSpec()
 	}
-	bad := func(key, v, allowed string) error { return badInput("agentic."+key, v, allowed) }
+	// Two keys are blis run flags; the others are set only by programs.
+	flags := map[string]string{"num_sessions": "--agentic-num-sessions", "session_rate": "--agentic-session-rate"}
+	bad := func(key, v, allowed string) error {
+		name, ok := flags[key]
+		if !ok {
+			name = "agentic " + key
+		}
+		return badInput(name, v, allowed)
+	}
 	switch {
 	case a.NumSessions < 1 || a.NumSessions > 1<<30:
 		return a, bad("num_sessions", strconv.Itoa(a.NumSessions), "must be in [1, 2^30]")
 	case !(a.SessionRate >= 0) || math.IsInf(a.SessionRate, 1):
 		return a, bad("session_rate", fmtFloat(a.SessionRate), "must be a finite number ≥ 0 (sessions per second; 0: no timestamps)")
 	case a.SessionRate > 0 && float64(a.NumSessions)/a.SessionRate > maxSpanSeconds:
-		return a, bad("session_rate", fmtFloat(a.SessionRate), "too low for num_sessions")
+		return a, bad("session_rate", fmtFloat(a.SessionRate), "too low for --agentic-num-sessions: the sessions would span more than 1e9 s")
 	case a.SystemPromptTokens < 0 || a.SystemPromptTokens > MaxTokens:
 		return a, bad("system_prompt_tokens", strconv.Itoa(a.SystemPromptTokens), tokenRange(0))
 	case !(a.MeanTurns >= 1 && a.MeanTurns <= 1000):

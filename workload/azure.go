@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 )
@@ -122,7 +123,7 @@ func (a *azureSource) readHeader(line []byte) error {
 			}
 		}
 		if !found {
-			return a.errf("", string(line), "unknown column "+strconv.Quote(string(name))+
+			return a.errf("", string(line), "unknown column "+strconv.Quote(shorten(string(name)))+
 				"; the header must be TIMESTAMP,ContextTokens,GeneratedTokens")
 		}
 	}
@@ -190,8 +191,11 @@ func (a *azureSource) row(line []byte, r *Request) (keep, skippable bool, err er
 	for k := 1; k <= 2; k++ {
 		raw := bytes.TrimSpace(f[a.col[k]])
 		v, ok := parseInt(raw)
-		if !ok || len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || !allDigits(raw) {
+		if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || !allDigits(raw) {
 			return false, false, a.errf(azureColumns[k], string(raw), "must be an integer")
+		}
+		if !ok {
+			v = math.MaxInt64 // out of range: reported as such below
 		}
 		if !checkTokens(v, 1) {
 			return false, true, a.errf(azureColumns[k], string(raw), tokenRange(1))

@@ -21,7 +21,7 @@ type InputError struct {
 	Allowed string // what would have been accepted, e.g. "must be in [0, 1) for --random-range-style current"
 }
 
-func (e *InputError) Error() string { return e.Flag + " " + e.Value + ": " + e.Allowed }
+func (e *InputError) Error() string { return clean(e.Flag + " " + e.Value + ": " + e.Allowed) }
 
 // Is reports whether target is ErrBadInput.
 func (e *InputError) Is(target error) bool { return target == ErrBadInput }

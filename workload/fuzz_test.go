@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // fuzzDrain reads a source built from fuzzed input and checks what every
@@ -16,6 +19,7 @@ func fuzzDrain(t *testing.T, src Source, err error) {
 		if !errors.Is(err, ErrBadInput) {
 			t.Fatalf("constructor error %q does not match ErrBadInput", err)
 		}
+		checkMessage(t, err)
 		return
 	}
 	var r Request
@@ -27,8 +31,20 @@ func fuzzDrain(t *testing.T, src Source, err error) {
 			t.Fatal("too many requests from a small input")
 		}
 	}
-	if err := Err(src); err != nil && !errors.Is(err, ErrBadInput) {
-		t.Fatalf("error %q does not match ErrBadInput", err)
+	if err := Err(src); err != nil {
+		if !errors.Is(err, ErrBadInput) {
+			t.Fatalf("error %q does not match ErrBadInput", err)
+		}
+		checkMessage(t, err)
+	}
+}
+
+// checkMessage: no raw control or non-UTF-8 bytes of the input reach a
+// terminal through an error message.
+func checkMessage(t *testing.T, err error) {
+	t.Helper()
+	if m := err.Error(); !utf8.ValidString(m) || strings.ContainsFunc(m, unicode.IsControl) {
+		t.Fatalf("raw bytes in the message %q", m)
 	}
 }
 

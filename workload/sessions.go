@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -248,6 +249,10 @@ func (s *sessionsSource) jsonErr(err error) error {
 		field := te.Field
 		if field == "" {
 			field = "(line)"
+		}
+		if num, ok := strings.CutPrefix(te.Value, "number "); ok && want == "an integer" && !strings.ContainsAny(num, ".eE") {
+			// An integer literal too large for int, not a fraction.
+			return s.errf(field, num, fmt.Sprintf("out of range: at most %d", math.MaxInt))
 		}
 		return s.errf(field, te.Value, "must be "+want)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

@@ -231,7 +231,7 @@ func TestAgenticShape(t *testing.T) {
 
 func TestAgenticValidation(t *testing.T) {
 	_, err := Open(TraceSpec{DatasetName: DatasetAgentic, Agentic: AgenticSpec{NumSessions: 1, MeanTurns: 0.5, MaxContextTokens: 5000}})
-	wantBadInput(t, err, "agentic.mean_turns 0.5")
+	wantBadInput(t, err, "agentic mean_turns 0.5")
 	err = WriteAgentic(&bytes.Buffer{}, AgenticSpec{NumSessions: -1}, 1)
-	wantBadInput(t, err, "agentic.num_sessions -1")
+	wantBadInput(t, err, "--agentic-num-sessions -1")
 }

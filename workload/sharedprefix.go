@@ -135,16 +135,16 @@ func (p SharedPrefixSpec) validate() error {
 	for _, c := range []struct {
 		key string
 		v   int
-	}{{"shared_prefix.num_groups", p.NumGroups}, {"shared_prefix.num_prompts_per_group", p.NumPromptsPerGroup},
-		{"shared_prefix.system_prompt_len", p.SystemPromptLen}, {"shared_prefix.question_len", p.QuestionLen},
-		{"shared_prefix.output_len", p.OutputLen}} {
+	}{{"--shared-prefix-num-groups", p.NumGroups}, {"--shared-prefix-num-prompts-per-group", p.NumPromptsPerGroup},
+		{"--shared-prefix-system-prompt-len", p.SystemPromptLen}, {"--shared-prefix-question-len", p.QuestionLen},
+		{"--shared-prefix-output-len", p.OutputLen}} {
 		if err := pos(c.key, c.v, 1); err != nil {
 			return err
 		}
 	}
 	if int64(p.NumGroups)*int64(p.NumPromptsPerGroup) > 1<<24 {
-		return badInput("shared_prefix.num_prompts_per_group", strconv.Itoa(p.NumPromptsPerGroup),
-			"num_groups × num_prompts_per_group must be ≤ 16777216")
+		return badInput("--shared-prefix-num-prompts-per-group", strconv.Itoa(p.NumPromptsPerGroup),
+			"--shared-prefix-num-groups × --shared-prefix-num-prompts-per-group must be ≤ 16777216")
 	}
 	switch p.LoadType {
 	case "constant", "poisson":

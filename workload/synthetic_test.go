@@ -207,7 +207,7 @@ func TestSharedPrefixValidation(t *testing.T) {
 		sp   SharedPrefixSpec
 		want string
 	}{
-		{SharedPrefixSpec{NumGroups: -1}, "shared_prefix.num_groups -1"},
+		{SharedPrefixSpec{NumGroups: -1}, "--shared-prefix-num-groups -1"},
 		{SharedPrefixSpec{LoadType: "burst"}, "load.type burst: must be constant or poisson"},
 		{SharedPrefixSpec{Stages: []LoadStage{{Rate: 0, Duration: 1}}}, "load.stages[0].rate 0"},
 		{SharedPrefixSpec{Stages: []LoadStage{{Rate: 1, Duration: -1}}}, "load.stages[0].duration -1"},

@@ -26,9 +26,12 @@ const (
 	DatasetAgentic          = "agentic"           // BLIS's synthetic agentic-coding sessions (AgenticSpec)
 )
 
-// DatasetNames lists the names Open accepts, for help text.
-var DatasetNames = []string{DatasetRandom, DatasetShareGPT, DatasetPrefixRepetition, DatasetSharedPrefix,
-	DatasetMooncake, DatasetAzure, DatasetSessions, DatasetAgentic}
+// DatasetNames lists the names Open accepts, for help text. Each call
+// returns a fresh slice.
+func DatasetNames() []string {
+	return []string{DatasetRandom, DatasetShareGPT, DatasetPrefixRepetition, DatasetSharedPrefix,
+		DatasetMooncake, DatasetAzure, DatasetSessions, DatasetAgentic}
+}
 
 // DefaultISLBlockSize is aiperf's --isl-block-size default: tokens per
 // mooncake hash id.
@@ -39,7 +42,7 @@ const DefaultISLBlockSize = 512
 // (and a path for file formats) is valid: zero means the client's default
 // throughout.
 type TraceSpec struct {
-	// DatasetName is --dataset-name (vllm bench): one of DatasetNames.
+	// DatasetName is --dataset-name (vllm bench): one of DatasetNames().
 	// Empty means CustomDatasetType, or "random" when that is empty too.
 	DatasetName string
 	// DatasetPath is --dataset-path (vllm bench); InputFile is --input-file
@@ -190,7 +193,9 @@ func Open(spec TraceSpec) (Source, error) {
 
 func (spec TraceSpec) resolve() (name, path string, err error) {
 	name = spec.DatasetName
+	flag := "--dataset-name"
 	if c := spec.CustomDatasetType; c != "" {
+		flag = "--custom-dataset-type"
 		if name != "" && name != c {
 			return "", "", badInput("--custom-dataset-type", quoteIfOdd(c),
 				"conflicts with --dataset-name "+quoteIfOdd(name)+"; give one of them")
@@ -201,11 +206,11 @@ func (spec TraceSpec) resolve() (name, path string, err error) {
 		name = DatasetRandom
 	}
 	known := false
-	for _, n := range DatasetNames {
+	for _, n := range DatasetNames() {
 		known = known || n == name
 	}
 	if !known {
-		return "", "", badInput("--dataset-name", quoteIfOdd(name), "must be one of "+strings.Join(DatasetNames, ", "))
+		return "", "", badInput(flag, quoteIfOdd(name), "must be one of "+strings.Join(DatasetNames(), ", "))
 	}
 	path = spec.DatasetPath
 	if spec.InputFile != "" {

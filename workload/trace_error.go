@@ -3,6 +3,8 @@ package workload
 import (
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TraceError says which line of which input held which bad value and what is
@@ -42,11 +44,15 @@ func (e *TraceError) Error() string {
 		b.WriteString(": ")
 	}
 	if e.Value != "" {
-		b.WriteString(e.Value)
+		v := e.Value
+		if !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			v = strconv.Quote(v) // a binary value reads as escapes
+		}
+		b.WriteString(v)
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Allowed)
-	return b.String()
+	return clean(b.String())
 }
 
 // Is reports whether target is ErrBadInput.
@@ -67,3 +73,28 @@ func shorten(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// clean escapes what a terminal must not receive raw from a message: bytes
+// that are not UTF-8 become \xNN and control characters their Go escape, so
+// a binary file's bytes quoted in an error cannot garble the screen.
+func clean(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatUint(uint64(s[i])|0x100, 16)[1:])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"blis/internal/buildinfo"
 	"blis/scenario"
@@ -45,15 +44,19 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 // normalizeArgs accepts vLLM's spellings pflag cannot express: the two-letter
-// short flags -tp and -dp (and -tp=N, -dp=N), and underscores in long flag
-// names.
+// short flags -tp and -dp (and -tp=N, -dp=N), underscores in long flag
+// names, and the flags argparse gives several words (nargs "*" or "+",
+// scenario.MultiValueFlags): `--goodput ttft:100 tpot:50` becomes one flag
+// per word. A word joins the list when it has the item's shape (KEY=VALUE,
+// KEY:VALUE) and is not a flag, so a scenario file after the list stays a
+// file.
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case a == "--":
-			out = append(out, args[len(out):]...)
-			return out
+			return append(out, args[i:]...)
 		case a == "-tp":
 			a = "--tensor-parallel-size"
 		case strings.HasPrefix(a, "-tp="):
@@ -64,10 +67,23 @@ func normalizeArgs(args []string) []string {
 			a = "--data-parallel-size=" + strings.TrimPrefix(a, "-dp=")
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a[2:], "=")
-			a = "--" + strings.ReplaceAll(name, "_", "-")
+			name = strings.ReplaceAll(name, "_", "-")
+			a = "--" + name
 			if hasVal {
 				a += "=" + val
+				break
 			}
+			sep, multi := scenario.MultiValueFlags[name]
+			if !multi || i+1 >= len(args) {
+				break
+			}
+			out = append(out, a, args[i+1])
+			i++
+			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && strings.Contains(args[i+1], sep) {
+				out = append(out, a, args[i+1])
+				i++
+			}
+			continue
 		}
 		out = append(out, a)
 	}
@@ -85,7 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().BoolP("quiet", "q", false, "no progress bar (it is drawn on stderr only when stderr is a terminal)")
-	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout, stderr), newVersionCmd(stdout), newFlagsCmd(stdout))
 	return root
 }
 
@@ -103,20 +119,5 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Run: func(*cobra.Command, []string) {
 			fmt.Fprintln(stdout, "blis", buildinfo.Current().Text())
 		},
-	}
-}
-
-// bindSettings registers every scenario key as a flag, with vLLM's
-// --no-<name> spelling for booleans.
-func bindSettings(fs *pflag.FlagSet, s *scenario.Scenario) {
-	for _, st := range s.Settings() {
-		f := fs.VarPF(st.Value, st.Name, "", st.Usage)
-		if st.Value.Type() == "bool" {
-			f.NoOptDefVal = "true"
-		}
-		if st.Neg != nil {
-			nf := fs.VarPF(st.Neg, "no-"+st.Name, "", "turn off --"+st.Name)
-			nf.NoOptDefVal = "true"
-		}
 	}
 }

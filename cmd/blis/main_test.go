@@ -148,6 +148,13 @@ func TestNormalizeArgs(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
+	// vLLM's several-word flags become one flag per word; a word of
+	// another shape (a scenario file) or a flag ends the list.
+	got = normalizeArgs([]string{"--goodput", "ttft:1", "tpot:2", "s.yaml", "--metadata", "a=1", "b=2", "--seed", "3", "--metadata", "odd"})
+	want = []string{"--goodput", "ttft:1", "--goodput", "tpot:2", "s.yaml", "--metadata", "a=1", "--metadata", "b=2", "--seed", "3", "--metadata", "odd"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
 }
 
 func TestExportWritesEveryFormat(t *testing.T) {
@@ -195,4 +202,30 @@ func TestRunDataParallel(t *testing.T) {
 	if _, out2, _ := runCLI(t, args...); out2 != out {
 		t.Error("two identical DP runs printed different results")
 	}
+}
+
+// normalizeArgs keeps every word of the command line, in order: it only
+// renames flags and repeats a several-word flag before each of its words.
+func FuzzNormalizeArgs(f *testing.F) {
+	f.Add("run --goodput ttft:1 tpot:2 s.yaml --metadata a=1 b=2 -tp 2 --max_num_seqs=8")
+	f.Add("run -- --a_b --metadata x=y")
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Fields(line)
+		out := normalizeArgs(args)
+		var words []string
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				words = append(words, a)
+			}
+		}
+		i := 0
+		for _, o := range out {
+			if i < len(words) && o == words[i] {
+				i++
+			}
+		}
+		if i != len(words) {
+			t.Fatalf("%q → %q lost a word", args, out)
+		}
+	})
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,12 +30,12 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [scenario.yaml]",
 		Short: "Simulate a vllm bench serve run against one vLLM replica",
-		Long: `Simulate what ` + "`vllm bench serve`" + ` would measure against one vLLM replica.
+		Long: `Simulate what ` + "`vllm bench serve`" + ` would measure against a vLLM deployment.
 
-With no scenario file, BLIS runs its embedded default: Llama-3.1-8B on one
-H100, random 1024-token prompts and 256-token outputs, 32 concurrent
-requests. Flags use the names of vllm serve and vllm bench serve and
-override the scenario file's keys, which use the same names.`,
+Flags use the names of vllm serve and vllm bench serve; a scenario file
+holds the same keys, and flags override it. Every key left out takes one
+default, the same with or without a file: vLLM's own where vLLM has one.
+With no flags BLIS simulates ` + defaultRunText() + `.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{fmt.Errorf("run takes at most one scenario file, got %d arguments: %s", len(args), strings.Join(args, " "))}
@@ -41,30 +43,17 @@ override the scenario file's keys, which use the same names.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, data := "default.yaml (embedded)", scenario.DefaultYAML
 			if len(args) == 1 {
-				file = args[0]
-				b, err := os.ReadFile(file)
+				file := args[0]
+				data, err := os.ReadFile(file)
 				if err != nil {
 					return &scenario.InputError{File: file, Msg: "cannot read the scenario: " + errors.Unwrap(err).Error()}
 				}
-				data = b
-			}
-			fs := cmd.Flags()
-			changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
-			skip := changed
-			if len(args) == 0 && s.Dataset() != workload.DatasetRandom {
-				// The embedded default's load (random lengths, 1000 prompts,
-				// 32 concurrent) describes its random workload, not the
-				// dataset or trace the user named: keep only its deployment.
-				group := map[string]string{}
-				for _, st := range s.Settings() {
-					group[st.Name] = st.Group
+				fs := cmd.Flags()
+				changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
+				if err := s.ApplyYAML(file, data, changed); err != nil {
+					return err
 				}
-				skip = func(name string) bool { return changed(name) || group[name] == "bench" }
-			}
-			if err := s.ApplyYAML(file, data, skip); err != nil {
-				return err
 			}
 			return runScenario(s, dryRun, quiet(cmd), stdout, stderr)
 		},
@@ -72,7 +61,24 @@ override the scenario file's keys, which use the same names.`,
 	cmd.Flags().SortFlags = false // keep the settings table's order: serve, bench, trace, client, output
 	bindSettings(cmd.Flags(), &s)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "resolve the deployment and print the memory plan without simulating")
+	cmd.SetUsageFunc(runUsage)
 	return cmd
+}
+
+// defaultRunText describes what `blis run` simulates with no flags, from
+// scenario.Defaults().
+func defaultRunText() string {
+	d := scenario.Defaults()
+	rate := "all at once (--request-rate inf)"
+	if !math.IsInf(d.RequestRate, 1) {
+		rate = fmt.Sprintf("at %g requests/s", d.RequestRate)
+	}
+	cc := "no concurrency cap"
+	if d.MaxConcurrency > 0 {
+		cc = fmt.Sprintf("at most %d in flight", d.MaxConcurrency)
+	}
+	return fmt.Sprintf("%s on %d× %s, serving %d random prompts of %d tokens in and %d out, sent %s with %s, seed %d",
+		d.Model, d.TensorParallelSize, strings.ToUpper(d.Hardware), scenario.DefaultNumPrompts, d.RandomInputLen, d.RandomOutputLen, rate, cc, d.Seed)
 }
 
 func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writer) error {
@@ -84,6 +90,9 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		if f = strings.TrimSpace(f); f != "" && !slices.Contains(format.Names(), f) {
 			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(format.Names(), ", ")}
 		}
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintln(stderr, n)
 	}
 	printStartup(stderr, res)
 	if dryRun {
@@ -104,7 +113,11 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return &scenario.InputError{Msg: err.Error()}
 	}
 	cfg := res.ClientConfig()
-	bar := progress.New(stderr, "blis run", "requests", int64(s.NumPrompts), quiet)
+	total := s.NumPrompts // 0: the dataset's own count, unknown until read
+	if s.Dataset() == workload.DatasetRandom {
+		total = res.Random.NumPrompts
+	}
+	bar := progress.New(stderr, "blis run", "requests", int64(total), quiet)
 	if bar != nil {
 		cfg.Progress = bar.Update
 	}
@@ -114,13 +127,19 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return err
 	}
 	printClient(stderr, s, out)
+	if err := checkServed(stderr, s, out); err != nil {
+		return err
+	}
 	hit := 0.0
 	if out.Engine.PrefixQueries > 0 {
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
 	}
 	summary := rec.Summarize(metrics.SummaryInput{
-		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID, TokenizerID: res.Model.ID,
-		NumPrompts: s.NumPrompts, RequestRate: s.RequestRate, Burstiness: s.Burstiness,
+		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: metadataOf(s.Metadata),
+		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: goodputOf(s.Goodput),
+		// vLLM writes --num-prompts; left at 0 (the dataset's own count) it
+		// is the number of requests the timed run sent.
+		NumPrompts: cmp.Or(s.NumPrompts, int(out.Sent)), RequestRate: s.RequestRate, Burstiness: s.Burstiness,
 		MaxConcurrency:     s.MaxConcurrency,
 		GPUKVCacheTokens:   res.Memory.KVTokens,
 		NumPreemptions:     int(out.Engine.Preemptions),
@@ -139,12 +158,63 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 			return err
 		}
 	}
-	if s.SaveResult || s.SaveDetailed {
+	if s.AppendResult {
+		fmt.Fprintln(stderr, "INFO --append-result: the result file is written whole, not appended to")
+	}
+	if s.SaveResult || s.SaveDetailed || s.AppendResult {
 		path := resultPath(s, res.Model.ID)
 		if err := writeResult(path, summary, s.SaveDetailed); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "Result written to %s\n", path)
+	}
+	return nil
+}
+
+func metadataOf(kvs []scenario.KV) []metrics.KV {
+	var out []metrics.KV
+	for _, kv := range kvs {
+		out = append(out, metrics.KV{Key: kv.Key, Value: kv.Value})
+	}
+	return out
+}
+
+func goodputOf(slos []scenario.SLO) []metrics.SLO {
+	var out []metrics.SLO
+	for _, s := range slos {
+		out = append(out, metrics.SLO{Metric: s.Metric, MS: s.MS})
+	}
+	return out
+}
+
+// checkServed reports requests that failed: a run that sent nothing is an
+// input mistake (exit 2: an empty trace, or filters that left no record),
+// one where no request succeeded is a failure (exit 1) rather than a table
+// of zeros, and otherwise stderr says how many failed and why (vLLM's
+// server answers each with an error the client counts as failed).
+func checkServed(w io.Writer, s scenario.Scenario, out cluster.Result) error {
+	if out.Sent == 0 {
+		what := "the workload"
+		if p := cmp.Or(s.DatasetPath, s.InputFile); p != "" {
+			what = p
+		}
+		return &scenario.InputError{Msg: what + " gave no request to send: an empty trace, or --num-prompts, --fixed-schedule-start-offset or --fixed-schedule-end-offset left none"}
+	}
+	failed := out.Rejected + out.TimedOut
+	var why []string
+	for _, f := range out.Failures {
+		_, detail, _ := strings.Cut(f.Example, ":")
+		why = append(why, fmt.Sprintf("%s (%d)%s", f.Kind, f.Count, strings.TrimSpace(":"+detail+" ")))
+	}
+	msg := fmt.Sprintf("%d of %d requests failed: %s", failed, out.Sent, strings.Join(why, "; "))
+	if out.Completed == 0 {
+		if failed == 0 {
+			return fmt.Errorf("no request completed: %d sent, %d still in flight when the grace period ended (--benchmark-grace-period)", out.Sent, out.Unfinished)
+		}
+		return fmt.Errorf("no request succeeded: %s", msg)
+	}
+	if failed > 0 {
+		fmt.Fprintln(w, "WARNING", msg)
 	}
 	return nil
 }

@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,6 +77,9 @@ The output does not depend on --jobs.`,
 			rows, err := validate.ReadInferenceX(file, bufio.NewReader(f))
 			f.Close()
 			if err != nil {
+				return err
+			}
+			if err := checkInferenceXFilter(file, rows, opts); err != nil {
 				return err
 			}
 			start := time.Now()
@@ -144,4 +150,41 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// checkInferenceXFilter refuses a --model, --hardware or --backend that
+// selects no row of the file, naming the values the file has: a run that
+// simulates nothing is a mistake, not a result.
+func checkInferenceXFilter(file string, rows []validate.InferenceXRow, opts validate.Options) error {
+	distinct := func(f func(*validate.InferenceXRow) string) string {
+		seen := map[string]bool{}
+		var out []string
+		for i := range rows {
+			if v := f(&rows[i]); v != "" && !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, ", ")
+	}
+	if len(rows) > 0 && (opts.Model != "" || opts.Hardware != "") {
+		sel := validate.Select(rows, opts.Filter, opts.MapOptions)
+		if sel.Filtered == sel.Total {
+			key, val, what := "--hardware", opts.Hardware, "systems: "+distinct(func(r *validate.InferenceXRow) string { return r.System })
+			with := ""
+			if opts.Model != "" {
+				key, val, what = "--model", opts.Model, "models: "+distinct(func(r *validate.InferenceXRow) string { return r.ModelPath })
+				if opts.Hardware != "" {
+					with = "with --hardware " + strconv.Quote(opts.Hardware) + " "
+				}
+			}
+			return &scenario.InputError{File: file, Key: key, Value: val, Msg: with + "selects no row; the file's " + what}
+		}
+	}
+	if opts.Backend != "all" && !slices.ContainsFunc(rows, func(r validate.InferenceXRow) bool { return r.Backend == opts.Backend }) {
+		return &scenario.InputError{File: file, Key: "--backend", Value: opts.Backend,
+			Msg: "selects no row; the file's backends: " + distinct(func(r *validate.InferenceXRow) string { return r.Backend }) + " (or all)"}
+	}
+	return nil
 }
