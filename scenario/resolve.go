@@ -339,6 +339,9 @@ func (s Scenario) checkClient() error {
 	if !slices.Contains(kernel.MoEBackends(), s.MoEBackend) {
 		return bad("moe-backend", s.MoEBackend, "allowed: "+strings.Join(kernel.MoEBackends(), ", "))
 	}
+	if _, err := catalog.LookupStack("vllm"); err != nil {
+		return err
+	}
 	if f := s.FrontendLatencyMs; !(f >= 0 && f <= 60000) {
 		return bad("frontend-latency-ms", fmt.Sprint(f), "must be in [0, 60000] ms (0: the engine's time only)")
 	}
