@@ -181,6 +181,13 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, DefaultNumPrompts),
 		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
 	}
+	if len(s.Load.Stages) > 0 {
+		// The stages set the count; vllm bench's default does not apply.
+		r.Random.NumPrompts = s.NumPrompts
+		if s.NumPrompts == 0 {
+			r.Random.NumPrompts = int(min(s.Load.Requests(), math.MaxInt32))
+		}
+	}
 	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
@@ -432,7 +439,7 @@ func (s Scenario) traceSpec(random workload.RandomSpec) workload.TraceSpec {
 		FixedScheduleStartOffset: s.FixedScheduleStartOffset, FixedScheduleEndOffset: s.FixedScheduleEndOffset,
 		FixedScheduleSpeedup: s.FixedScheduleSpeedup, ISLBlockSize: s.ISLBlockSize, Lenient: s.TraceSkipInvalid,
 		Random: random, ShareGPTOutputLen: s.ShareGPTOutputLen, DisableShuffle: s.DisableShuffle,
-		PrefixRepetition: s.PrefixRepetition, SharedPrefix: s.SharedPrefix, Agentic: s.Agentic,
+		PrefixRepetition: s.PrefixRepetition, SharedPrefix: s.SharedPrefix, Agentic: s.Agentic, Load: s.Load,
 	}
 }
 

@@ -91,6 +91,7 @@ type Scenario struct {
 	PrefixRepetition         workload.PrefixRepetitionSpec
 	SharedPrefix             workload.SharedPrefixSpec
 	Agentic                  workload.AgenticSpec
+	Load                     workload.LoadSpec // --stages, --load-type, --load-interval (inference-perf's load section)
 
 	// client (aiperf names; cluster/README.md describes each)
 	ConcurrencyMode         string  // "auto", "requests" (vllm bench) or "lanes" (aiperf agentic replay)
@@ -185,6 +186,7 @@ func Defaults() Scenario {
 		PrefixRepetition: workload.DefaultPrefixRepetitionSpec(),
 		SharedPrefix:     workload.DefaultSharedPrefixSpec(),
 		Agentic:          workload.DefaultAgenticSpec(),
+		Load:             workload.DefaultLoadSpec(),
 	}
 }
 
@@ -334,6 +336,9 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "ignore-eos", Group: "bench", Value: b1(&s.IgnoreEOS), Usage: "accepted; BLIS always generates exactly the requested output tokens, with or without it (vllm bench sets it itself for random prompts)"},
 		{Name: "tokenizer", Group: "bench", Value: stringValue{&s.Tokenizer}, Usage: "written as the result's tokenizer_id; BLIS counts tokens and tokenizes no text", Zero: "the model"},
 
+		{Name: "stages", Group: "trace", Value: stagesValue{&s.Load.Stages}, Usage: "inference-perf's load stages, one after the other in one run: a list of {rate: REQ/S, duration: S}, e.g. '[{rate: 10, duration: 60}, {rate: 20, duration: 60}]'; each sends ⌊rate × duration⌋ requests of the dataset (random, sharegpt, prefix_repetition, shared_prefix) in place of --num-prompts and --request-rate; results are also reported per stage", Zero: "none"},
+		{Name: "load-type", Group: "trace", Value: stringValue{&s.Load.Type}, Usage: "inference-perf's load.type for --stages: constant (exponential gaps rescaled to each stage's duration) or poisson (a Poisson count per second)"},
+		{Name: "load-interval", Group: "trace", Value: floatValue{&s.Load.Interval}, Usage: "inference-perf's load.interval: seconds between the end of a stage and the start of the next"},
 		{Name: "dataset-path", Group: "trace", Value: stringValue{&s.DatasetPath}, Usage: "dataset or trace file (vllm bench)"},
 		{Name: "input-file", Group: "trace", Value: stringValue{&s.InputFile}, Usage: "trace file (aiperf); same as --dataset-path"},
 		{Name: "custom-dataset-type", Group: "trace", Value: stringValue{&s.CustomDatasetType}, Usage: "aiperf's trace type, e.g. mooncake_trace"},
@@ -508,6 +513,13 @@ func (s *Scenario) ApplyYAML(file string, data []byte, skip func(name string) bo
 				if err := st.Value.Set(c.Value); err != nil {
 					return &InputError{File: file, Line: c.Line, Key: name, Value: c.Value, Msg: err.Error()}
 				}
+			}
+			continue
+		}
+		if nv, ok := st.Value.(interface{ setNode(*yaml.Node) error }); ok && v.Kind != yaml.ScalarNode {
+			// A structured value (--stages): the node as written.
+			if err := nv.setNode(v); err != nil {
+				return &InputError{File: file, Line: v.Line, Key: name, Msg: err.Error()}
 			}
 			continue
 		}

@@ -47,7 +47,9 @@ func TestOpenByName(t *testing.T) {
 		{DatasetName: DatasetAzure, DatasetPath: "testdata/azure_code_head200.csv", NumPrompts: -1},
 		{DatasetName: DatasetSessions, DatasetPath: "testdata/sessions_example.jsonl", RequestRate: -1},
 		{DatasetName: DatasetPrefixRepetition, NumPrompts: -5},
-		{DatasetName: DatasetSharedPrefix, SharedPrefix: SharedPrefixSpec{LoadType: "x"}},
+		{DatasetName: DatasetSharedPrefix, Load: LoadSpec{Type: "x"}},
+		{DatasetName: DatasetRandom, Load: LoadSpec{Stages: []LoadStage{{Rate: 1, Duration: 0.5}}}},
+		{DatasetName: DatasetAzure, DatasetPath: "testdata/azure_code_head200.csv", Load: LoadSpec{Stages: []LoadStage{{Rate: 1, Duration: 5}}}},
 		{DatasetName: DatasetAgentic, Agentic: AgenticSpec{NumSessions: -1}},
 		{Random: RandomSpec{}},
 	} {

@@ -2,8 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -11,10 +9,9 @@ import (
 )
 
 // SharedPrefixSpec is inference-perf's `data: {type: shared_prefix,
-// shared_prefix: {...}}` with its `load:` section, field for field
-// (kubernetes-sigs/inference-perf config/datagen/config.py SharedPrefix and
-// config/loadgen/config.py, 2026). Each zero field takes inference-perf's
-// default.
+// shared_prefix: {...}}`, field for field (kubernetes-sigs/inference-perf
+// config/datagen/config.py SharedPrefix, 2026); its `load:` section is
+// TraceSpec.Load. Each zero field takes inference-perf's default.
 type SharedPrefixSpec struct {
 	NumGroups           int  // num_groups (alias num_unique_system_prompts), default 10
 	NumPromptsPerGroup  int  // num_prompts_per_group (alias num_users_per_system_prompt), default 10
@@ -22,27 +19,11 @@ type SharedPrefixSpec struct {
 	QuestionLen         int  // question_len, default 50
 	OutputLen           int  // output_len, default 50
 	EnableMultiTurnChat bool // enable_multi_turn_chat
-
-	// LoadType is load.type: "constant" (default) or "poisson".
-	LoadType string
-	// Stages is load.stages: run one after the other. Without stages BLIS
-	// sends --num-prompts requests (0: one per prompt) with vllm bench's
-	// request process (TraceSpec.RequestRate, Burstiness).
-	Stages []LoadStage
-	// Interval is load.interval, seconds between stages (0 means 1).
-	Interval float64
-}
-
-// LoadStage is one inference-perf standard load stage.
-type LoadStage struct {
-	Rate     float64 // requests per second, > 0
-	Duration float64 // seconds, > 0
 }
 
 // DefaultSharedPrefixSpec returns inference-perf's defaults.
 func DefaultSharedPrefixSpec() SharedPrefixSpec {
-	return SharedPrefixSpec{NumGroups: 10, NumPromptsPerGroup: 10, SystemPromptLen: 100, QuestionLen: 50, OutputLen: 50,
-		LoadType: "constant", Interval: 1}
+	return SharedPrefixSpec{NumGroups: 10, NumPromptsPerGroup: 10, SystemPromptLen: 100, QuestionLen: 50, OutputLen: 50}
 }
 
 // NewSharedPrefix returns inference-perf's shared_prefix workload, mirroring
@@ -58,13 +39,10 @@ func DefaultSharedPrefixSpec() SharedPrefixSpec {
 //     use in a stage is turn k, whose prompt is the session's whole history
 //     (system prompt, earlier questions and replies) plus the question
 //     again — PrevContext follow-ups; sessions start afresh each stage;
-//   - a stage sends ⌊rate × duration⌋ requests. constant: exponential gaps
-//     rescaled to sum to the duration; poisson: for each second a
-//     Poisson(rate) count (a second with none is skipped), spread by
-//     exponential gaps rescaled to that second. Stage k+1 starts Interval
-//     after stage k ended (its duration, or its last arrival if later).
-//     inference-perf also waits for a stage's requests to drain before the
-//     interval, which a source cannot know.
+//   - with load stages (TraceSpec.Load) the requests are released by
+//     inference-perf's load timers (stageClock); without, --num-prompts
+//     requests (0: one per prompt) by vllm bench's request process
+//     (TraceSpec.RequestRate, Burstiness).
 //
 // Lengths are fixed (inference-perf's distribution forms are not
 // supported). Memory: O(groups × prompts per group) for the shuffle.
@@ -80,13 +58,10 @@ func NewSharedPrefix(spec TraceSpec) (Source, error) {
 			*f.v = f.def
 		}
 	}
-	if p.LoadType == "" {
-		p.LoadType = d.LoadType
-	}
-	if p.Interval == 0 {
-		p.Interval = d.Interval
-	}
 	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	if err := spec.Load.Validate(); err != nil {
 		return nil, err
 	}
 	nSlots := p.NumGroups * p.NumPromptsPerGroup
@@ -101,7 +76,7 @@ func NewSharedPrefix(spec TraceSpec) (Source, error) {
 	}
 	rng.Shuffle(nSlots, func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
 
-	if len(p.Stages) == 0 {
+	if len(spec.Load.Stages) == 0 {
 		n := spec.NumPrompts
 		if n == 0 {
 			n = nSlots
@@ -113,9 +88,10 @@ func NewSharedPrefix(spec TraceSpec) (Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.flat, s.stageN = arr, int64(n)
+		s.flat, s.flatN = arr, int64(n)
 	} else {
-		s.startStage(0, 0)
+		s.clock = newStageClock(spec.Load, spec.Seed, "workload.shared-prefix.stage")
+		s.stageN = spec.Load.StageRequests()
 	}
 	return s, nil
 }
@@ -146,28 +122,6 @@ func (p SharedPrefixSpec) validate() error {
 		return badInput("--shared-prefix-num-prompts-per-group", strconv.Itoa(p.NumPromptsPerGroup),
 			"--shared-prefix-num-groups × --shared-prefix-num-prompts-per-group must be ≤ 16777216")
 	}
-	switch p.LoadType {
-	case "constant", "poisson":
-	default:
-		return badInput("load.type", quoteIfOdd(p.LoadType), "must be constant or poisson")
-	}
-	if !(p.Interval >= 0) || math.IsInf(p.Interval, 1) {
-		return badInput("load.interval", fmtFloat(p.Interval), "must be a finite number ≥ 0 (seconds)")
-	}
-	total := 0.0
-	for i, st := range p.Stages {
-		key := fmt.Sprintf("load.stages[%d]", i)
-		if !(st.Rate > 0) || math.IsInf(st.Rate, 1) || st.Rate > 1e6 {
-			return badInput(key+".rate", fmtFloat(st.Rate), "must be a number in (0, 1e6] (requests per second)")
-		}
-		if !(st.Duration > 0) || st.Duration > maxSpanSeconds {
-			return badInput(key+".duration", fmtFloat(st.Duration), fmt.Sprintf("must be a number in (0, %g] (seconds)", float64(maxSpanSeconds)))
-		}
-		total += st.Duration + p.Interval
-	}
-	if total > maxSpanSeconds {
-		return badInput("load.stages", strconv.Itoa(len(p.Stages))+" stages", "span too long")
-	}
 	return nil
 }
 
@@ -180,117 +134,35 @@ type sharedPrefixSource struct {
 	questionBase uint64
 
 	index int64 // across stages
+
+	// without stages: vllm bench's process, flatN requests
 	flat  *arrivals
-
-	stage      int
-	stageN     int64 // requests in this stage
-	stageI     int64 // requests sent in this stage
-	stageStart float64
-	lastAt     float64 // seconds, latest arrival so far
-
-	// constant stages
-	cRNG  *rand.Rand
-	cSum  float64
-	cScl  float64
-	cTime float64
-	// poisson stages
-	pRNG  *rand.Rand
-	pWin  float64   // start of the current one-second window
-	pBuf  []float64 // arrival times left in the window
-	pHead int
+	flatN int64
+	flatI int64
+	// with stages
+	clock  *stageClock
+	stageN []int64 // requests per stage
 
 	buf [2]Segment
 }
 
-// startStage prepares stage k starting at t seconds.
-func (s *sharedPrefixSource) startStage(k int, t float64) {
-	s.stage, s.stageI, s.stageStart = k, 0, t
-	if k >= len(s.spec.Stages) {
-		s.stageN = 0 // done
-		return
-	}
-	st := s.spec.Stages[k]
-	s.stageN = int64(st.Rate * st.Duration)
-	name := "workload.shared-prefix.stage" + strconv.Itoa(k)
-	if s.spec.LoadType == "constant" {
-		// ConstantLoadTimer: n exponential gaps scaled to sum to the
-		// duration; a first pass learns the sum, a second replays them.
-		pre := sim.RNG(s.seed, name)
-		sum := 0.0
-		for range s.stageN {
-			sum += pre.ExpFloat64() / st.Rate
-		}
-		s.cSum, s.cScl, s.cTime = sum, 0, t
-		if sum > 0 {
-			s.cScl = st.Duration / sum
-		}
-		s.cRNG = sim.RNG(s.seed, name)
-	} else {
-		s.pRNG = sim.RNG(s.seed, name)
-		s.pWin, s.pBuf, s.pHead = t, s.pBuf[:0], 0
-	}
-}
-
-// nextTime returns the next arrival of the current stage, seconds.
-func (s *sharedPrefixSource) nextTime() float64 {
-	st := s.spec.Stages[s.stage]
-	if s.spec.LoadType == "constant" {
-		s.cTime += s.cRNG.ExpFloat64() / st.Rate * s.cScl
-		return s.cTime
-	}
-	for s.pHead >= len(s.pBuf) {
-		// PoissonLoadTimer: a Poisson(rate) count for the next second
-		// (counted as exponential arrivals within it), spread over that
-		// second by ConstantLoadTimer(count, 1).
-		k := 0
-		for acc := s.pRNG.ExpFloat64(); acc <= st.Rate; acc += s.pRNG.ExpFloat64() {
-			k++
-		}
-		if k == 0 {
-			s.pWin++
-			continue
-		}
-		s.pBuf, s.pHead = s.pBuf[:0], 0
-		sum := 0.0
-		for range k {
-			g := s.pRNG.ExpFloat64() / float64(k)
-			s.pBuf = append(s.pBuf, g)
-			sum += g
-		}
-		t := s.pWin
-		for i, g := range s.pBuf {
-			t += g / sum
-			s.pBuf[i] = t
-		}
-		s.pWin = t
-	}
-	t := s.pBuf[s.pHead]
-	s.pHead++
-	return t
-}
-
 func (s *sharedPrefixSource) Next(r *Request) bool {
 	var at time.Duration
+	var i, stageN int64 // the request's place in its stage, the stage's size
+	stage := 0
 	if s.flat != nil {
-		if s.stageI >= s.stageN {
+		if s.flatI >= s.flatN {
 			return false
 		}
-		at = s.flat.next()
+		at, i, stageN = s.flat.next(), s.flatI, s.flatN
+		s.flatI++
 	} else {
-		for s.stageI >= s.stageN {
-			if s.stage >= len(s.spec.Stages) {
-				return false
-			}
-			st := s.spec.Stages[s.stage]
-			end := max(s.stageStart+st.Duration, s.lastAt)
-			s.startStage(s.stage+1, end+s.spec.Interval)
+		var ok bool
+		if at, stage, i, ok = s.clock.next(); !ok {
+			return false
 		}
-		t := s.nextTime()
-		s.lastAt = max(s.lastAt, t)
-		at = secondsToDuration(t)
+		stageN = s.stageN[stage]
 	}
-	i := s.stageI
-	s.stageI++
 	slot := i % s.nSlots
 	round := i / s.nSlots
 	orig := int64(s.perm[slot])
@@ -299,9 +171,9 @@ func (s *sharedPrefixSource) Next(r *Request) bool {
 	*r = Request{Index: s.index, Arrival: at, OutputLen: s.spec.OutputLen}
 	s.index++
 	if s.spec.EnableMultiTurnChat {
-		r.SessionID = uint64(int64(s.stage)*s.nSlots+slot) + 1
+		r.SessionID = uint64(int64(stage)*s.nSlots+slot) + 1
 		r.Turn = int(round)
-		r.Final = i+s.nSlots >= s.stageN
+		r.Final = i+s.nSlots >= stageN
 		if round > 0 {
 			r.PrevContext = true
 			r.ContextLen = s.spec.SystemPromptLen + int(round)*(s.spec.QuestionLen+s.spec.OutputLen)

@@ -116,8 +116,8 @@ func TestSharedPrefixPrompts(t *testing.T) {
 func TestSharedPrefixStages(t *testing.T) {
 	for _, lt := range []string{"constant", "poisson"} {
 		t.Run(lt, func(t *testing.T) {
-			spec := TraceSpec{DatasetName: DatasetSharedPrefix, Seed: 9, SharedPrefix: SharedPrefixSpec{
-				LoadType: lt, Interval: 2, Stages: []LoadStage{{Rate: 10, Duration: 20}, {Rate: 50, Duration: 4}}}}
+			spec := TraceSpec{DatasetName: DatasetSharedPrefix, Seed: 9, Load: LoadSpec{
+				Type: lt, Interval: 2, Stages: []LoadStage{{Rate: 10, Duration: 20}, {Rate: 50, Duration: 4}}}}
 			src, err := Open(spec)
 			reqs := mustDrain(t, src, err)
 			if len(reqs) != 400 {
@@ -154,7 +154,7 @@ func TestSharedPrefixPoissonSeconds(t *testing.T) {
 	// count, spread over that second; the count's mean and variance are the
 	// rate.
 	const rate, dur = 20.0, 2000.0
-	src, err := NewSharedPrefix(TraceSpec{Seed: 1, SharedPrefix: SharedPrefixSpec{LoadType: "poisson",
+	src, err := NewSharedPrefix(TraceSpec{Seed: 1, Load: LoadSpec{Type: "poisson",
 		Stages: []LoadStage{{Rate: rate, Duration: dur}}}})
 	reqs := mustDrain(t, src, err)
 	perSecond := map[int64]int{}
@@ -205,14 +205,15 @@ func TestSharedPrefixMultiTurn(t *testing.T) {
 func TestSharedPrefixValidation(t *testing.T) {
 	for _, c := range []struct {
 		sp   SharedPrefixSpec
+		load LoadSpec
 		want string
 	}{
-		{SharedPrefixSpec{NumGroups: -1}, "--shared-prefix-num-groups -1"},
-		{SharedPrefixSpec{LoadType: "burst"}, "load.type burst: must be constant or poisson"},
-		{SharedPrefixSpec{Stages: []LoadStage{{Rate: 0, Duration: 1}}}, "load.stages[0].rate 0"},
-		{SharedPrefixSpec{Stages: []LoadStage{{Rate: 1, Duration: -1}}}, "load.stages[0].duration -1"},
+		{SharedPrefixSpec{NumGroups: -1}, LoadSpec{}, "--shared-prefix-num-groups -1"},
+		{SharedPrefixSpec{}, LoadSpec{Type: "burst"}, "--load-type burst: must be constant or poisson"},
+		{SharedPrefixSpec{}, LoadSpec{Stages: []LoadStage{{Rate: 0, Duration: 1}}}, "--stages: stage 1 rate 0"},
+		{SharedPrefixSpec{}, LoadSpec{Stages: []LoadStage{{Rate: 1, Duration: -1}}}, "--stages: stage 1 duration -1"},
 	} {
-		_, err := NewSharedPrefix(TraceSpec{SharedPrefix: c.sp})
+		_, err := NewSharedPrefix(TraceSpec{SharedPrefix: c.sp, Load: c.load})
 		wantBadInput(t, err, c.want)
 	}
 }

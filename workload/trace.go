@@ -113,6 +113,12 @@ type TraceSpec struct {
 	PrefixRepetition PrefixRepetitionSpec
 	// SharedPrefix configures "shared_prefix".
 	SharedPrefix SharedPrefixSpec
+	// Load is inference-perf's staged load (--stages, --load-type,
+	// --load-interval). With stages, the random, sharegpt, prefix_repetition
+	// and shared_prefix datasets send the stages' requests at the stages'
+	// release times instead of --num-prompts on --request-rate; the other
+	// formats carry their own schedule and refuse stages.
+	Load LoadSpec
 	// Agentic configures "agentic".
 	Agentic AgenticSpec
 }
@@ -141,6 +147,16 @@ func Open(spec TraceSpec) (Source, error) {
 			return badInput("--dataset-path", quoteIfOdd(path), "--dataset-name "+name+" reads no file")
 		}
 		return nil
+	}
+	if len(spec.Load.Stages) > 0 {
+		switch name {
+		case DatasetRandom, DatasetShareGPT, DatasetPrefixRepetition:
+			return openStaged(spec, name)
+		case DatasetSharedPrefix:
+		default:
+			return nil, badInput("--stages", strconv.Itoa(len(spec.Load.Stages))+" stages", "--dataset-name "+name+
+				" has its own schedule; stages apply to random, sharegpt, prefix_repetition and shared_prefix")
+		}
 	}
 	switch name {
 	case DatasetRandom:
@@ -189,6 +205,39 @@ func Open(spec TraceSpec) (Source, error) {
 		return nil, err
 	}
 	return src, nil
+}
+
+// openStaged opens a dataset of standalone requests for a staged load: the
+// dataset is asked for exactly the stages' requests, all at once, and
+// staged re-times them. --num-prompts and a finite --request-rate belong to
+// vllm bench's process and conflict with stages.
+func openStaged(spec TraceSpec, name string) (Source, error) {
+	if err := spec.Load.Validate(); err != nil {
+		return nil, err
+	}
+	n := spec.Load.Requests()
+	if n == 0 {
+		return nil, badInput("--stages", strconv.Itoa(len(spec.Load.Stages))+" stages", "send no request: each stage sends ⌊rate × duration⌋")
+	}
+	num, rate := spec.NumPrompts, spec.RequestRate
+	if name == DatasetRandom {
+		num, rate = spec.Random.NumPrompts, spec.Random.RequestRate
+	}
+	if num != 0 && int64(num) != n {
+		return nil, badInput("--num-prompts", strconv.Itoa(num), fmt.Sprintf("conflicts with --stages, which send %d requests; leave it out", n))
+	}
+	if rate != 0 && !math.IsInf(rate, 1) {
+		return nil, badInput("--request-rate", fmtFloat(rate), "conflicts with --stages, which set the rates; leave it out")
+	}
+	spec.NumPrompts, spec.RequestRate = int(n), math.Inf(1)
+	spec.Random.NumPrompts, spec.Random.RequestRate = int(n), math.Inf(1)
+	load := spec.Load
+	spec.Load = LoadSpec{}
+	src, err := Open(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &staged{src: src, clock: newStageClock(load, spec.Seed, "workload.stage")}, nil
 }
 
 func (spec TraceSpec) resolve() (name, path string, err error) {
