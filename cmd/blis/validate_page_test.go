@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const pageFixture = "../../validate/testdata/small_page.yaml"
+const pageFixture = "../../validate/internal/fixture/testdata/small_page.yaml"
 
 // TestValidatePageRecordCheck writes a page, pins a baseline, checks it,
 // and fails the check once the baseline is made stricter than BLIS.
