@@ -40,7 +40,7 @@ data/e2e/inferencex_calibration.csv) as InferenceX ran it: its client
 (random dataset, --random-range-ratio 0.8 in the legacy sense, --num-prompts
 10×CONC, --max-concurrency CONC, --request-rate inf, --num-warmups 2×CONC from
 2026-01-21) and the vllm serve arguments of its launch scripts per model, chip
-and date (validate/inferencex/recipes.go; "*" marks values that are assumed).
+and date (validate/inferencex/recipes.yaml; "*" marks values that are assumed).
 
 Prints, per row, measured vs predicted TTFT and TPOT with the signed error
 100·(BLIS/measured − 1), then MAPE, median APE and signed mean per (model,

@@ -198,10 +198,10 @@ func MapRow(row *Row, opts MapOptions) (*Plan, *Skip) {
 	p := &Plan{Row: row, Chip: chip.Name, Concurrency: conc, Notes: notes}
 	if row.Backend != BackendVLLM {
 		p.SimulatedAs = BackendVLLM
-		p.Recipe = &genericRecipe
+		p.Recipe = &recipes().generic
 		p.Notes = append(p.Notes, fmt.Sprintf("measured on %s %s; simulated as if vLLM served it", row.Backend, row.BackendVersion))
 	} else if p.Recipe = RecipeFor(row); p.Recipe == nil {
-		p.Recipe = &genericRecipe
+		p.Recipe = &recipes().generic
 	}
 
 	quant := ""
@@ -365,11 +365,11 @@ func launchOf(row *Row, opts MapOptions) (launch, string, string) {
 // backend (e.g. nvidia/Llama-3.3-70B-Instruct-FP8 for the Llama-3.1-70B
 // FP8 rows of vLLM and TRT-LLM alike; shared/data/README.md).
 func servedCheckpoint(rc *Recipe, row *Row) string {
-	if rc.Checkpoint != "" || rc != &genericRecipe {
+	if rc.Checkpoint != "" || rc != &recipes().generic {
 		return rc.Checkpoint
 	}
-	for i := range inferenceXServe {
-		r := &inferenceXServe[i]
+	for i := range recipes().list {
+		r := &recipes().list[i]
 		if r.Checkpoint != "" && r.Model == row.ModelPath && r.Precision == row.Precision {
 			return r.Checkpoint
 		}
@@ -500,13 +500,13 @@ func usedRecipes(plans []*Plan) []*Recipe {
 		seen[p.Recipe] = true
 	}
 	var out []*Recipe
-	for i := range inferenceXServe {
-		if seen[&inferenceXServe[i]] {
-			out = append(out, &inferenceXServe[i])
+	for i := range recipes().list {
+		if seen[&recipes().list[i]] {
+			out = append(out, &recipes().list[i])
 		}
 	}
-	if seen[&genericRecipe] {
-		out = append(out, &genericRecipe)
+	if seen[&recipes().generic] {
+		out = append(out, &recipes().generic)
 	}
 	return out
 }

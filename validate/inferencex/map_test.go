@@ -237,7 +237,7 @@ func TestMapOtherBackendAsVLLM(t *testing.T) {
 	if s != nil {
 		t.Fatalf("skipped: %+v", s)
 	}
-	if p.Recipe != &genericRecipe || p.SimulatedAs != "vllm" || p.Backend() != "sglang→vllm" || p.Checkpoint != "deepseek-ai/DeepSeek-R1" {
+	if p.Recipe != &recipes().generic || p.SimulatedAs != "vllm" || p.Backend() != "sglang→vllm" || p.Checkpoint != "deepseek-ai/DeepSeek-R1" {
 		t.Errorf("%s %q %q %s", p.Recipe.Key, p.SimulatedAs, p.Backend(), p.Checkpoint)
 	}
 	for _, a := range p.Args {
@@ -255,8 +255,8 @@ func TestMapOtherBackendAsVLLM(t *testing.T) {
 // it matches, and a row it serves resolves or is skipped for a stated
 // catalog reason.
 func TestEveryRecipeApplies(t *testing.T) {
-	for i := range inferenceXServe {
-		rc := &inferenceXServe[i]
+	for i := range recipes().list {
+		rc := &recipes().list[i]
 		row := Row{
 			Line: 2, ID: rc.Key, Backend: "vllm", BackendVersion: strings.TrimSuffix(rc.Version, "*") + map[bool]string{true: "x", false: ""}[strings.HasSuffix(rc.Version, "*")],
 			ModelPath: rc.Model, System: rc.System, Precision: rc.Precision, Mode: "agg", ISL: 1024, OSL: 1024,

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -32,6 +33,16 @@ type recipeSet struct {
 	list    []Recipe
 	generic Recipe
 }
+
+// recipes is the embedded set, decoded once. The file ships with the
+// binary and a test decodes it, so a decoding error is a build defect.
+var recipes = sync.OnceValue(func() *recipeSet {
+	set, err := parseRecipes(recipesFile, recipesYAML)
+	if err != nil {
+		panic(err)
+	}
+	return set
+})
 
 // The file's shape. Fields that must be present even when empty are
 // pointers, so that a missing key is told from an empty value.
@@ -258,8 +269,14 @@ func (v *recipeChecker) recipe(d *recipeDoc, path string, at []any, matched bool
 	} else if !sourceRE.MatchString(d.Source) && !strings.HasPrefix(d.Source, "none") && !strings.HasPrefix(d.Source, "no ") {
 		v.fail(v.at(sub("source")...), path+".source", d.Source, `expected "path.sh @ commit" in the repository, or why there is none`)
 	}
+	script := sourceRE.MatchString(d.Source)
 	for j := range d.Args {
-		r.Args = append(r.Args, v.arg(&d.Args[j], fmt.Sprintf("%s.args[%d]", path, j), sub("args", j)))
+		a := v.arg(&d.Args[j], fmt.Sprintf("%s.args[%d]", path, j), sub("args", j))
+		if !a.Assumed && !script {
+			v.fail(v.at(sub("args", j)...), fmt.Sprintf("%s.args[%d].provenance", path, j), provRead,
+				"read from no script: a recipe whose source names no script can only assume its settings")
+		}
+		r.Args = append(r.Args, a)
 	}
 	for j, u := range d.NotModelled {
 		if strings.TrimSpace(u) == "" {

@@ -4,26 +4,86 @@ import (
 	"blis/scenario"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// recipes.yaml gives exactly the recipes of the Go table it replaces.
-func TestRecipesYAMLIsTheTable(t *testing.T) {
+// The embedded recipes decode to the launch settings InferenceX's scripts
+// state: spot checks of each kind of entry (a read recipe, a date window,
+// a DP launch, a gap-analysis copy with everything assumed, a prefix
+// match, the generic recipe) and the invariants every recipe keeps.
+func TestEmbeddedRecipes(t *testing.T) {
 	set, err := parseRecipes(recipesFile, recipesYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set.list) != len(inferenceXServe) {
-		t.Fatalf("%d recipes in the YAML, %d in the table", len(set.list), len(inferenceXServe))
+	wantKeys := []string{"llama70b-fp8-h100", "llama70b-fp8-b200", "llama70b-fp4-b200", "gptoss-h100-v0.10", "gptoss-h100-0.11.2",
+		"gptoss-h100-0.18.0", "gptoss-b200-v0.10", "gptoss-b200-0.15.1", "minimax-fp8-b200-0.17.0-pc", "minimax-fp8-b200-0.17.0",
+		"minimax-fp8-b200-0.19.0", "minimax-fp8-b300-0.19.0", "minimax-fp4-b200-0.19.0", "minimax-fp4-b300-0.19.0",
+		"minimax-fp8-b300-nightly", "minimax-fp4-nightly", "minimax-fp8-h100-0.18.0", "qwen3-32b-h100-gap", "kimi-int4-b200-0.15.1",
+		"kimi-int4-b200-gap"}
+	var keys []string
+	byKey := map[string]*Recipe{}
+	for i := range set.list {
+		keys = append(keys, set.list[i].Key)
+		byKey[set.list[i].Key] = &set.list[i]
 	}
-	for i := range inferenceXServe {
-		if !reflect.DeepEqual(set.list[i], inferenceXServe[i]) {
-			t.Errorf("recipe %d:\nyaml  %+v\ntable %+v", i, set.list[i], inferenceXServe[i])
+	if !slices.Equal(keys, wantKeys) {
+		t.Fatalf("keys %q", keys)
+	}
+
+	piecewise := "vLLM 0.10 default (FULL_AND_PIECEWISE became the default in 0.11, vllm-project/vllm#25444)"
+	want := Recipe{Key: "llama70b-fp8-h100", Model: "meta-llama/Llama-3.1-70B", System: "h100_sxm", Precision: "fp8",
+		From: "2025-10-29", To: "2025-10-29", Checkpoint: "nvidia/Llama-3.3-70B-Instruct-FP8", Image: "vllm/vllm-openai:v0.10.2",
+		Args: []ServeArg{{Flag: "kv-cache-dtype", Value: "fp8"}, {Flag: "max-num-batched-tokens", Value: "8192"},
+			{Flag: "max-model-len", Value: "10240"}, {Flag: "gpu-memory-utilization", Value: "0.9"}, {Flag: "max-num-seqs", Value: "CONC"},
+			{Flag: "enable-prefix-caching", Value: "false"}, {Flag: "async-scheduling", Value: "true"},
+			{Flag: "compilation-config", Value: `{"cudagraph_mode":"PIECEWISE"}`, Why: piecewise}},
+		Unmodelled: []string{"TORCH_CUDA_ARCH_LIST=9.0"},
+		Source:     "benchmarks/70b_fp8_h100_slurm.sh (cw runner) / benchmarks/70b_fp8_h100_docker.sh (cr runner) @ 9596d23d"}
+	if got := *byKey["llama70b-fp8-h100"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("llama70b-fp8-h100:\n got  %+v\n want %+v", got, want)
+	}
+
+	// The MiniMax FP8 0.19.0 recipes: no attention DP before 2026-04-08,
+	// then the FP4 script's dp-attn launch, assumed; one shared reason.
+	b200, b300 := byKey["minimax-fp8-b200-0.19.0"], byKey["minimax-fp8-b300-0.19.0"]
+	if b200.NoAttentionDP == "" || b300.NoAttentionDP != "" || b200.DPAttention == nil || b300.DPAttention == nil ||
+		*b200.DPAttention != *b300.DPAttention || b200.DPAttention.From != "2026-04-08" || !b200.DPAttention.Assumed {
+		t.Errorf("MiniMax FP8 0.19.0 DP launch: %+v / %+v", b200.DPAttention, b300.DPAttention)
+	}
+	if r := byKey["minimax-fp8-b200-0.17.0-pc"]; r.From != "" || r.To != "2026-03-26" || byKey["minimax-fp8-b200-0.17.0"].From != "2026-03-27" {
+		t.Errorf("MiniMax 0.17.0 date windows: %+v", r)
+	}
+	if r := byKey["minimax-fp4-nightly"]; r.Version != "nightly-*" || r.System != "" || len(r.Args) != 0 || r.Checkpoint != "nvidia/MiniMax-M2.5-NVFP4" {
+		t.Errorf("nightly FP4: %+v", r)
+	}
+
+	// The gap analysis of the Kimi INT4 runs assumes exactly their settings.
+	run, gap := byKey["kimi-int4-b200-0.15.1"], byKey["kimi-int4-b200-gap"]
+	if !gap.GapAnalysis || run.GapAnalysis || len(run.Args) != 6 || len(gap.Args) != len(run.Args) {
+		t.Fatalf("Kimi INT4: %+v / %+v", run, gap)
+	}
+	for i, a := range gap.Args {
+		r := run.Args[i]
+		if !a.Assumed || a.Flag != r.Flag || a.Value != r.Value || a.Why != r.Why {
+			t.Errorf("Kimi gap arg %d: %+v, run's %+v", i, a, r)
 		}
 	}
-	if !reflect.DeepEqual(set.generic, genericRecipe) {
-		t.Errorf("generic:\nyaml  %+v\ntable %+v", set.generic, genericRecipe)
+
+	if g := set.generic; g.Key != "generic" || g.Model != "" || len(g.Args) != 4 {
+		t.Errorf("generic %+v", g)
+	}
+	for _, r := range append(set.list, set.generic) {
+		if r.Source == "" {
+			t.Errorf("%s: no source", r.Key)
+		}
+		for _, a := range r.Args {
+			if !sourceRE.MatchString(r.Source) && !a.Assumed {
+				t.Errorf("%s: --%s read from no script", r.Key, a.Flag)
+			}
+		}
 	}
 }
 
@@ -102,6 +162,7 @@ func TestParseRecipesErrors(t *testing.T) {
 		{"client flag", edit("flag: max-num-seqs", "flag: num-prompts"), 13, `flag "num-prompts": expected a vllm serve setting`},
 		{"bad value", edit("value: 0.9", "value: lots"), 14, `recipes[0].args[1].value "lots"`},
 		{"unknown form", edit("value: CONC", "value: 3*ISL"), 13, `value "3*ISL"`},
+		{"read from no script", edit("  args:\n    - {flag: max-model-len, value: GEN, provenance: assumed}", "  args:\n    - {flag: max-model-len, value: GEN, provenance: read}"), 19, "generic.args[0].provenance \"read\": read from no script"},
 		{"generic with match", edit("  key: generic\n", "  key: generic\n  match: {model: m, precision: fp8, backend_version: \"\"}\n"), 17, "generic.match: the generic recipe matches no rows"},
 		{"generic key", edit("  key: generic", "  key: fallback"), 16, `generic.key "fallback": the generic recipe's key is generic`},
 		{"no generic", recipeDocOK[:strings.Index(recipeDocOK, "generic:")], 1, "generic: required"},
@@ -122,7 +183,8 @@ func TestParseRecipesErrors(t *testing.T) {
 }
 
 // The decoder never panics and either returns recipes that all carry a
-// source and a known provenance, or an InputError naming the file.
+// source, settings BLIS accepts and a provenance their source supports,
+// or an InputError naming the file.
 func FuzzParseRecipes(f *testing.F) {
 	f.Add(recipesYAML)
 	f.Add([]byte(recipeDocOK))
@@ -144,6 +206,9 @@ func FuzzParseRecipes(f *testing.F) {
 			for _, a := range r.Args {
 				if err := checkServeArg(a.Flag, a.Value); err != nil {
 					t.Fatalf("accepted %s=%q: %v", a.Flag, a.Value, err)
+				}
+				if !a.Assumed && !sourceRE.MatchString(r.Source) {
+					t.Fatalf("%s: --%s read from no script", r.Key, a.Flag)
 				}
 			}
 		}
