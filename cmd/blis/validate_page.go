@@ -30,8 +30,9 @@ func newValidatePageCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Replay a validation manifest's measured runs and write its validation page",
 		Long: `Read a validation manifest (docs/validation/README.md), read every measured
 input it names, replay each level in BLIS, and write the validation page:
-NAME.md (Markdown, the seed pages' sections: sources, provenance verdict,
-paired requests, population metrics, TTFT, KV pool, every level), NAME.json
+NAME.md (Markdown, in the sections of the validation pages it follows:
+sources, provenance verdict, paired requests, population metrics, TTFT, KV
+pool, every level), NAME.json
 (every number on the page) and figures/NAME/*.svg, into --out (default: the
 manifest's directory). Prints each arm's verdict and headline errors.
 

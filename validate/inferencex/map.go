@@ -10,8 +10,9 @@ import (
 	"blis/scenario"
 )
 
-// InferenceX's client (its fork of vLLM's old benchmark_serving.py;
-// shared/data/README.md "Client settings").
+// InferenceX's client: its fork of vLLM's old benchmark_serving.py
+// (SemiAnalysisAI/InferenceX utils/bench_serving/ @ d053ae24), with the
+// flags benchmarks/benchmark_lib.sh passes it.
 const (
 	ixRangeRatio  = 0.8
 	ixRangeStyle  = "legacy" // uniform over the integers [floor(0.8·L), L]
@@ -362,8 +363,10 @@ func launchOf(row *Row, opts MapOptions) (launch, string, string) {
 // servedCheckpoint is the checkpoint InferenceX served for row: its
 // recipe's, or (for the generic recipe) that of any recipe of the same
 // model and precision — InferenceX served the same checkpoint to every
-// backend (e.g. nvidia/Llama-3.3-70B-Instruct-FP8 for the Llama-3.1-70B
-// FP8 rows of vLLM and TRT-LLM alike; shared/data/README.md).
+// backend (e.g. nvidia/Llama-3.3-70B-Instruct-FP8 for the Llama-3.1-70B FP8
+// rows of vLLM and TRT-LLM alike: InferenceX's launch scripts under
+// benchmarks/ in SemiAnalysisAI/InferenceX serve one checkpoint per model
+// and precision).
 func servedCheckpoint(rc *Recipe, row *Row) string {
 	if rc.Checkpoint != "" || rc != &recipes().generic {
 		return rc.Checkpoint

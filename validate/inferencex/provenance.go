@@ -263,10 +263,10 @@ func Provenance(plans []*Plan) ([]score.ProvRow, []string) {
 			}
 		}
 		v := clientText(flag, vals)
-		row := score.ProvRow{Setting: flag, Measured: v, Source: "InferenceX's client (shared/data/README.md, \"Client settings\")", BLIS: v, Verdict: score.Match}
+		row := score.ProvRow{Setting: flag, Measured: v, Source: "InferenceX's client: its fork of vLLM's benchmark_serving.py (SemiAnalysisAI/InferenceX utils/bench_serving/ @ d053ae24), flags from benchmarks/benchmark_lib.sh", BLIS: v, Verdict: score.Match}
 		if nAssumed > 0 {
 			row.Verdict, row.Measured = score.Unstated, "not stated"
-			row.Note = fmt.Sprintf("assumed for %d of %d rows (gap-analysis or wip rows, or a measurement date whose client setting is unconfirmed: validate/inferencex_map.go)", nAssumed, len(plans))
+			row.Note = fmt.Sprintf("assumed for %d of %d rows (gap-analysis or wip rows, or a measurement date whose client setting is unconfirmed: validate/inferencex/map.go)", nAssumed, len(plans))
 		}
 		rows = append(rows, row)
 	}

@@ -128,7 +128,8 @@ func expandValue(v string, row *Row, conc int) (string, error) {
 }
 
 // genMargin is the margin InferenceX's sweep generator adds to ISL+OSL for
-// $MAX_MODEL_LEN: 200, and 256 from 2026-04-20 (shared/data/README.md).
+// $MAX_MODEL_LEN: 200, and 256 from 2026-04-20 (SemiAnalysisAI/InferenceX
+// utils/matrix_logic/generate_sweep_configs.py).
 func genMargin(date string) int {
 	if date != "" && date >= "2026-04-20" {
 		return 256

@@ -7,13 +7,13 @@ import (
 	"blis/validate/score"
 )
 
-// Brackets: where a run leaves a setting unstated and BLIS ran two or
-// more candidates for it, the result is not one number but a range. The
+// Brackets: where a run leaves a setting unstated and BLIS ran two or more
+// candidates for it, the result is not one number but a range. The
 // population tables keep the manifest's chosen value as the headline and
 // add, per metric, the low..high of the signed mean and MAPE over the
 // candidate runs (one setting varied at a time, the others at the
-// headline's values), as the seed pages show two routings side by side;
-// the figures draw BLIS's per-level range as bars.
+// headline's values), as the validation pages this format follows show two
+// routings side by side; the figures draw BLIS's per-level range as bars.
 
 // bracketStats brackets a metric over runs (each the points of one run,
 // the same levels in the same order): the low and high of the signed mean

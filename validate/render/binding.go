@@ -14,7 +14,8 @@ import (
 // prefill (kept apart from render.go, which calls them).
 
 // binaryText names the build on the page: the version alone when no stamp
-// was given (tests), else the stamp as the seed pages print it.
+// was given (tests), else the stamp as the validation pages this format
+// follows print it.
 func binaryText(pg *page.Page) string {
 	if pg.Stamp == nil {
 		return "`blis " + pg.BLISVersion + "`"

@@ -13,11 +13,11 @@ import (
 	"blis/validate/score"
 )
 
-// Rendering: the page in the seeds' section order — sources, provenance
-// verdict, output metrics on paired requests, ITL by load, population
-// output metrics, TTFT, KV pool — then every level's numbers and the
-// regression gate. Markdown as mkdocs renders it (pipe tables, relative
-// image links); the same bytes for the same page.
+// Rendering: the page in the section order of the validation pages this
+// format follows — sources, provenance verdict, output metrics on paired
+// requests, ITL by load, population output metrics, TTFT, KV pool — then
+// every level's numbers and the regression gate. Markdown as mkdocs renders
+// it (pipe tables, relative image links); the same bytes for the same page.
 
 // Markdown writes the page.
 func Markdown(w io.Writer, pg *page.Page) error {

@@ -11,10 +11,10 @@ import (
 )
 
 // Rendering of gap re-checks, brackets and sensitivity runs. The gap
-// re-checks follow the provenance verdict (as the seed pages place them),
-// brackets follow each population table, sensitivity runs get their own
-// section after the output metrics, and the per-level probe numbers come
-// before the page's per-level table.
+// re-checks follow the provenance verdict (where the validation pages this
+// format follows place them), brackets follow each population table,
+// sensitivity runs get their own section after the output metrics, and the
+// per-level probe numbers come before the page's per-level table.
 
 // probeMetricKeys are the headline metrics any probe or sensitivity run
 // compares, in HeadlineMetrics order.

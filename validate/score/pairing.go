@@ -11,10 +11,10 @@ import (
 // Request-level pairing: the same request on both sides, compared one to
 // one. Population metrics mix BLIS's error with differences in offered
 // load; a pair whose two sides had the same number of requests in flight
-// does not. The rules are the seed pages': solo pairs have nothing else in
-// flight on either side; same-in-flight pairs have in-flight counts equal
-// within ±1; per-level medians are shown only for levels with at least
-// MinSoloPairs solo pairs.
+// does not. The rules are those of the validation pages this format
+// follows: solo pairs have nothing else in flight on either side;
+// same-in-flight pairs have in-flight counts equal within ±1; per-level
+// medians are shown only for levels with at least MinSoloPairs solo pairs.
 
 // Pairing keys (a manifest's pair-by).
 const (
@@ -337,7 +337,8 @@ func binBounds(b int) (int, int) {
 	return 1 << (b - 1), 1<<b - 1
 }
 
-// BinLabel is a bin's label as the seeds print it: "0-0", "2-3", "64-inf".
+// BinLabel is a bin's label as those pages print it: "0-0", "2-3",
+// "64-inf".
 func BinLabel(lo, hi int) string {
 	if hi < 0 {
 		return strconv.Itoa(lo) + "-inf"

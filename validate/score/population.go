@@ -7,11 +7,11 @@ import (
 	"slices"
 )
 
-// Population metrics, as the validation pages define them (the seed pages
-// in ../shared/seeds): each compared value is one metric of one load level
-// of one series (an arm's deployment at one input/output shape); BLIS's
-// value and the measured one give a signed error 100·(BLIS/measured − 1),
-// and the statistics below summarise an arm's points per metric.
+// Population metrics, as the validation pages this format follows define
+// them: each compared value is one metric of one load level of one series
+// (an arm's deployment at one input/output shape); BLIS's value and the
+// measured one give a signed error 100·(BLIS/measured − 1), and the
+// statistics below summarise an arm's points per metric.
 
 // Point is one metric at one load level: what the run measured and what
 // BLIS predicted for it.
@@ -42,7 +42,7 @@ type PopStats struct {
 	// side was missing, zero, negative or not finite.
 	Points  int `json:"points"`
 	Dropped int `json:"dropped,omitempty"`
-	// SignedLowest is the signed error at the lowest level (the seeds'
+	// SignedLowest is the signed error at the lowest level (those pages'
 	// "signed c1"); NaN when the arm has more than one series.
 	SignedLowest Num `json:"signed_lowest_level_pct"`
 	// SignedMean is mean(e); MAPE is mean(|e|).
@@ -139,10 +139,11 @@ func Population(points []Point) PopStats {
 	return st
 }
 
-// SignSummary is the seeds' sign column: "BLIS high at every level",
-// "BLIS low at every level", or "mixed (3 high / 5 low)". Points where
-// BLIS equals the measured value are "equal" ("BLIS equal at every level",
-// or a third count in the mixed form); with no points it is "no levels".
+// SignSummary is the sign column of the validation pages this format
+// follows: "BLIS high at every level", "BLIS low at every level", or "mixed
+// (3 high / 5 low)". Points where BLIS equals the measured value are
+// "equal" ("BLIS equal at every level", or a third count in the mixed
+// form); with no points it is "no levels".
 func SignSummary(high, low, equal int) string {
 	switch {
 	case high+low+equal == 0:
