@@ -25,7 +25,9 @@ import (
 // for InferenceX sweeps, the rows selected from a calibration CSV.
 // docs/validation/README.md documents the format; the reader is strict:
 // unknown or repeated keys, missing required keys and bad values are
-// errors naming the file, the line, the key and what is allowed.
+// errors naming the file, the line, the key and what is allowed. Every
+// missing key is reported at once (with the first other problem), so a
+// half-written manifest is completed in one pass.
 
 // Manifest is a parsed validation manifest.
 type Manifest struct {
@@ -53,6 +55,8 @@ type Stated struct {
 	Source   string
 	Unstated bool
 	Line     int
+
+	incomplete bool // a required key is missing (reported): do not check the value
 }
 
 // Arm is one measured deployment.
@@ -96,6 +100,8 @@ type Level struct {
 	Format string // measured file format (one of format.Names)
 	Path   string // relative to the manifest
 	BLIS   []Stated
+
+	incomplete bool // level: is missing (reported)
 }
 
 // IXSelect selects rows of an InferenceX calibration CSV.
@@ -167,7 +173,7 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 				seen := map[string]int{}
 				for i, it := range items {
 					a := p.arm(it, fmt.Sprintf("arms[%d]", i))
-					if prev, dup := seen[a.Name]; dup && p.err == nil {
+					if prev, dup := seen[a.Name]; dup && a.Name != "" && p.err == nil {
 						p.fail(it, fmt.Sprintf("arms[%d].name", i), a.Name, fmt.Sprintf("arm name repeats (first on line %d)", prev))
 					}
 					seen[a.Name] = it.Line
@@ -175,8 +181,8 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 				}
 			}
 		})
-	if p.err != nil {
-		return nil, p.err
+	if err := p.result(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -189,10 +195,82 @@ func (m *Manifest) Path(rel string) string {
 	return filepath.Join(m.Dir, rel)
 }
 
-// mparser walks the YAML tree, keeping the first error.
+// mparser walks the YAML tree, keeping the first error and every missing
+// key (a missing key does not stop the walk: the rest is still checked).
 type mparser struct {
-	file string
-	err  error
+	file    string
+	err     error
+	missing []*scenario.InputError
+}
+
+// ManifestErrors are the problems of one manifest found in one reading:
+// every missing required key, and the first other problem (nil when
+// none).
+type ManifestErrors struct {
+	Missing []*scenario.InputError
+	Other   *scenario.InputError
+}
+
+// all lists the problems in line order.
+func (e *ManifestErrors) all() []*scenario.InputError {
+	all := append([]*scenario.InputError(nil), e.Missing...)
+	if e.Other != nil {
+		all = append(all, e.Other)
+	}
+	slices.SortStableFunc(all, func(a, b *scenario.InputError) int { return a.Line - b.Line })
+	return all
+}
+
+// Error names the file and the count, then each problem on its own line.
+func (e *ManifestErrors) Error() string {
+	all := e.all()
+	var b strings.Builder
+	keys := "keys"
+	if len(e.Missing) == 1 {
+		keys = "key"
+	}
+	fmt.Fprintf(&b, "%s: %d required %s missing", all[0].File, len(e.Missing), keys)
+	if e.Other != nil {
+		b.WriteString(", and another problem")
+	}
+	b.WriteString(":")
+	for _, x := range all {
+		b.WriteString("\n  " + x.Error())
+	}
+	return b.String()
+}
+
+// Unwrap gives each problem, so that errors.As finds an InputError.
+func (e *ManifestErrors) Unwrap() []error {
+	var out []error
+	for _, x := range e.all() {
+		out = append(out, x)
+	}
+	return out
+}
+
+// result is the walk's error: nil, the one problem, or *ManifestErrors.
+func (p *mparser) result() error {
+	if len(p.missing) == 0 {
+		return p.err
+	}
+	other, ok := p.err.(*scenario.InputError)
+	switch {
+	case p.err != nil && !ok:
+		return p.err
+	case p.err == nil && len(p.missing) == 1:
+		return p.missing[0]
+	}
+	return &ManifestErrors{Missing: p.missing, Other: other}
+}
+
+// missingKey records a required key that is absent.
+func (p *mparser) missingKey(n *yaml.Node, key, msg string) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.missing = append(p.missing, &scenario.InputError{File: p.file, Line: line, Key: key, Msg: msg})
 }
 
 func (p *mparser) errf(line int, key, value, msg string) error {
@@ -217,10 +295,11 @@ func join(path, k string) string {
 }
 
 // fields checks a mapping's keys against allowed (and required) and calls
-// f for each in file order.
-func (p *mparser) fields(n *yaml.Node, path string, allowed, required []string, f func(k string, v *yaml.Node)) {
+// f for each in file order; complete is false when a required key is
+// missing (recorded, and the keys present are still read).
+func (p *mparser) fields(n *yaml.Node, path string, allowed, required []string, f func(k string, v *yaml.Node)) (complete bool) {
 	if p.err != nil {
-		return
+		return false
 	}
 	if n.Kind != yaml.MappingNode {
 		what := path
@@ -228,35 +307,40 @@ func (p *mparser) fields(n *yaml.Node, path string, allowed, required []string, 
 			what = "the manifest"
 		}
 		p.fail(n, path, "", fmt.Sprintf("%s must be a mapping (key: value lines) with keys: %s", what, strings.Join(allowed, ", ")))
-		return
+		return false
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if k.Kind != yaml.ScalarNode {
 			p.fail(k, path, "", "keys must be plain names")
-			return
+			return false
 		}
 		if !slices.Contains(allowed, k.Value) {
 			p.fail(k, join(path, k.Value), "", "unknown key; allowed: "+strings.Join(allowed, ", "))
-			return
+			return false
 		}
 		if prev, dup := seen[k.Value]; dup {
 			p.fail(k, join(path, k.Value), "", fmt.Sprintf("given twice (first on line %d)", prev))
-			return
+			return false
 		}
 		seen[k.Value] = k.Line
 	}
+	complete = true
 	for _, r := range required {
 		if _, ok := seen[r]; !ok {
-			p.fail(n, join(path, r), "", "required key missing")
-			return
+			p.missingKey(n, join(path, r), requiredMsg)
+			complete = false
 		}
 	}
 	for i := 0; i+1 < len(n.Content) && p.err == nil; i += 2 {
 		f(n.Content[i].Value, n.Content[i+1])
 	}
+	return complete
 }
+
+// requiredMsg is the message of a missing required key.
+const requiredMsg = "required key missing"
 
 func (p *mparser) scalar(v *yaml.Node, key string) string {
 	if p.err != nil {
@@ -333,7 +417,7 @@ func (p *mparser) stated(v *yaml.Node, key, name string, bare bool) Stated {
 		p.fail(v, key, v.Value, "expected unstated, or {value: X, source: where the run states it}")
 		return st
 	}
-	p.fields(v, key, []string{"value", "source"}, []string{"value", "source"}, func(k string, x *yaml.Node) {
+	st.incomplete = !p.fields(v, key, []string{"value", "source"}, []string{"value", "source"}, func(k string, x *yaml.Node) {
 		switch k {
 		case "value":
 			st.Value = strings.TrimSpace(p.scalar(x, join(key, k)))
@@ -387,7 +471,7 @@ func (p *mparser) settings(v *yaml.Node, path string, bare bool) []Stated {
 		} else {
 			st = p.stated(x, key, name, bare)
 		}
-		if p.err == nil && !st.Unstated {
+		if p.err == nil && !st.Unstated && !st.incomplete {
 			if err := trySet(name, st.Value); err != nil {
 				p.fail(x, key, st.Value, err.Error())
 			}
@@ -453,13 +537,16 @@ func (p *mparser) arm(n *yaml.Node, path string) Arm {
 		}
 		return a
 	}
+	if !hasDeployment {
+		p.missingKey(n, join(path, "deployment"), requiredMsg+" (or give inferencex: to select InferenceX rows)")
+	}
 	switch {
-	case !hasDeployment:
-		p.fail(n, join(path, "deployment"), "", "required key missing (or give inferencex: to select InferenceX rows)")
-	case !hasLevels || len(a.Levels) == 0:
+	case !hasLevels:
+		p.missingKey(n, join(path, "levels"), requiredMsg+": needs at least one level")
+	case len(a.Levels) == 0:
 		p.fail(n, join(path, "levels"), "", "needs at least one level")
 	}
-	if p.err != nil {
+	if p.err != nil || !hasDeployment || slices.ContainsFunc(a.Levels, func(l Level) bool { return l.incomplete }) {
 		return a
 	}
 	// Every level value must suit the level key, and appear once.
@@ -518,14 +605,14 @@ func (p *mparser) deployment(n *yaml.Node, path string) *Deployment {
 				d.Chip = p.stated(v, key, k, false)
 			case "tensor-parallel-size":
 				d.TP = p.stated(v, key, k, false)
-				if p.err == nil && !d.TP.Unstated {
+				if p.err == nil && !d.TP.Unstated && !d.TP.incomplete {
 					if n, err := strconv.Atoi(d.TP.Value); err != nil || n < 1 || n > 1024 {
 						p.fail(v, key, d.TP.Value, "expected an integer in [1, 1024]")
 					}
 				}
 			case "engine-version":
 				d.EngineVersion = p.stated(v, key, k, false)
-				if p.err == nil && !d.EngineVersion.Unstated && !score.ValidVersion(strings.TrimPrefix(d.EngineVersion.Value, "v")) {
+				if p.err == nil && !d.EngineVersion.Unstated && !d.EngineVersion.incomplete && !score.ValidVersion(strings.TrimPrefix(d.EngineVersion.Value, "v")) {
 					p.fail(v, key, d.EngineVersion.Value, "expected a vLLM version such as 0.10.2 or v0.11.0")
 				}
 			case "serve-args":
@@ -563,7 +650,7 @@ var flagRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 
 func (p *mparser) level(n *yaml.Node, path string) Level {
 	l := Level{Line: n.Line}
-	p.fields(n, path, []string{"level", "measured", "blis"}, []string{"level", "measured"}, func(k string, v *yaml.Node) {
+	l.incomplete = !p.fields(n, path, []string{"level", "measured", "blis"}, []string{"level", "measured"}, func(k string, v *yaml.Node) {
 		key := join(path, k)
 		switch k {
 		case "level":
@@ -618,7 +705,7 @@ func (p *mparser) ixSelect(n *yaml.Node, path string) *IXSelect {
 		}
 	})
 	if p.err == nil && path != "inferencex-unscored" && s.Model == "" {
-		p.fail(n, join(path, "model"), "", "required key missing")
+		p.missingKey(n, join(path, "model"), requiredMsg)
 	}
 	return s
 }
@@ -684,7 +771,7 @@ func (p *mparser) sensitivity(v *yaml.Node, key string) []SensitivityRun {
 		case hasGap == hasBLIS:
 			p.fail(it, path, "", "give exactly one of compress-gaps-over-s: N or blis: {...}")
 		case hasBLIS && r.Label == "":
-			p.fail(it, join(path, "label"), "", "required with blis: (say what the run changes)")
+			p.missingKey(it, join(path, "label"), "required with blis: (say what the run changes)")
 		}
 		if hasGap {
 			n := strconv.FormatFloat(gap, 'f', -1, 64)
@@ -696,7 +783,7 @@ func (p *mparser) sensitivity(v *yaml.Node, key string) []SensitivityRun {
 				r.Label = "gaps over " + n + " s compressed"
 			}
 		}
-		if prev, dup := seen[r.Label]; dup && p.err == nil {
+		if prev, dup := seen[r.Label]; dup && r.Label != "" && p.err == nil {
 			p.fail(it, path, r.Label, fmt.Sprintf("the same label as the run on line %d", prev))
 		}
 		seen[r.Label] = it.Line

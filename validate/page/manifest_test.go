@@ -1,7 +1,9 @@
 package page
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,4 +153,74 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A manifest missing several keys is told every one of them at once, in
+// line order (with the first other problem, when there is one).
+func TestParseManifestMissingKeys(t *testing.T) {
+	type miss struct {
+		line int
+		key  string
+	}
+	for _, c := range []struct {
+		name, yaml string
+		missing    []miss
+		other      string // the other problem, "" for none
+	}{
+		{"top level", "description: d\n", []miss{{1, "validation"}, {1, "title"}, {1, "arms"}}, ""},
+		{"one arm", "validation: x\ntitle: X\narms:\n  - name: a\n    deployment:\n      model: {value: m}\n" +
+			"      chip: {value: h100, source: s}\n      tensor-parallel-size: {source: s}\n    levels:\n      - level: 1\n",
+			[]miss{{4, "arms[0].label"}, {6, "arms[0].deployment.engine-version"}, {6, "arms[0].deployment.model.source"},
+				{8, "arms[0].deployment.tensor-parallel-size.value"}, {10, "arms[0].levels[0].measured"}}, ""},
+		{"two arms", "validation: x\ntitle: X\narms:\n  - name: a\n    label: A\n" +
+			"  - name: b\n    inferencex: {csv: a.csv, hardware: h100}\n  - label: C\n    inferencex: {model: m}\n",
+			[]miss{{4, "arms[0].deployment"}, {4, "arms[0].levels"}, {6, "arms[1].label"}, {7, "arms[1].inferencex.model"},
+				{8, "arms[2].name"}, {9, "arms[2].inferencex.csv"}, {9, "arms[2].inferencex.hardware"}}, ""},
+		{"and a bad value", "arms:\n  - name: a\n    label: A\n    inferencex: {csv: a.csv, model: m}\ntolerance-pp: lots\n",
+			[]miss{{1, "validation"}, {1, "title"}, {4, "arms[0].inferencex.hardware"}}, `m.yaml:5: tolerance-pp "lots": expected a number`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseManifest("m.yaml", []byte(c.yaml))
+			var me *ManifestErrors
+			if !errors.As(err, &me) || !scenario.IsInputError(err) {
+				t.Fatalf("got %v, want ManifestErrors", err)
+			}
+			var got []miss
+			for _, ie := range me.Missing {
+				if ie.File != "m.yaml" || !strings.Contains(ie.Msg, "required") {
+					t.Errorf("missing %+v", ie)
+				}
+				got = append(got, miss{ie.Line, ie.Key})
+			}
+			slices.SortStableFunc(got, func(a, b miss) int { return a.line - b.line })
+			if !slices.Equal(got, c.missing) {
+				t.Errorf("missing %v, want %v", got, c.missing)
+			}
+			msg := err.Error()
+			head, rest, _ := strings.Cut(msg, "\n")
+			if !strings.HasPrefix(head, fmt.Sprintf("m.yaml: %d required keys missing", len(c.missing))) {
+				t.Errorf("first line %q", head)
+			}
+			lines := strings.Split(rest, "\n")
+			if want := len(c.missing) + min(1, len(c.other)); len(lines) != want {
+				t.Fatalf("%d problems listed, want %d:\n%s", len(lines), want, msg)
+			}
+			last := 0
+			for _, l := range lines {
+				var n int
+				if _, err := fmt.Sscanf(strings.TrimPrefix(l, "  m.yaml:"), "%d:", &n); err != nil || n < last {
+					t.Errorf("problem not in line order: %q", l)
+				}
+				last = n
+			}
+			for _, m := range c.missing {
+				if want := fmt.Sprintf("  m.yaml:%d: %s: required", m.line, m.key); !strings.Contains(msg, want) {
+					t.Errorf("lacks %q:\n%s", want, msg)
+				}
+			}
+			if c.other != "" && (me.Other == nil || !strings.Contains(msg, c.other)) {
+				t.Errorf("other problem %v, want %q", me.Other, c.other)
+			}
+		})
+	}
 }
