@@ -15,10 +15,9 @@ import (
 
 // InferenceX arms: the rows of a calibration CSV selected by model, chip,
 // precision and launch recipe, replayed as `blis validate inferencex`
-// replays them (validate/inferencex_map.go). A row is one level of one
-// series (TP × ISL/OSL); the rows are per-run aggregates — the mean TTFT
-// and TPOT — so only those two metrics are compared and no request is
-// paired.
+// replays them (inferencex.Select). A row is one level of one series (TP ×
+// ISL/OSL); the rows are per-run aggregates — the mean TTFT and TPOT — so
+// only those two metrics are compared and no request is paired.
 
 // readCSV reads (once) an InferenceX CSV named by a manifest.
 func (b *builder) readCSV(sel *IXSelect, key string) ([]inferencex.Row, error) {

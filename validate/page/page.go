@@ -79,7 +79,7 @@ type ArmPage struct {
 	KV          *KVPool     `json:"kv_pool,omitempty"`
 	KVNote      string      `json:"kv_pool_note,omitempty"`
 
-	// Binding and the cold full prefill (binding.go, coldprefill.go).
+	// Binding (package score) and the cold full prefill (coldprefill.go).
 	Binding         []score.LevelBinding `json:"binding,omitempty"`
 	BindingNote     string               `json:"binding_note,omitempty"`
 	ColdPrefill     *ColdPrefill         `json:"cold_prefill,omitempty"`

@@ -11,7 +11,7 @@ import (
 )
 
 // Rendering of the build stamp, the binding tables and the cold full
-// prefill (kept apart from render.go, which calls them).
+// prefill (kept apart from markdown.go, which calls them).
 
 // binaryText names the build on the page: the version alone when no stamp
 // was given (tests), else the stamp as the validation pages this format

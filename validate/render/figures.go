@@ -168,7 +168,7 @@ func metricFigure(a *page.ArmPage, mp page.MetricPop) []byte {
 	for _, p := range mp.Compared {
 		ymin = min(ymin, p.Measured, p.BLIS)
 	}
-	ymin, ymax = bracketSpan(a, mp, ymin, ymax) // probes_render.go
+	ymin, ymax = bracketSpan(a, mp, ymin, ymax)
 	logY := ymin > 0 && ymax/ymin > 10
 	if logY {
 		ymin /= 1.2

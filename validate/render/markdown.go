@@ -43,7 +43,7 @@ func Markdown(w io.Writer, pg *page.Page) error {
 
 	writeBinding(m, pg)
 	writeProvenance(m, pg)
-	writeProbes(m, pg) // probes_render.go
+	writeProbes(m, pg) // probes.go
 	writePairs(m, pg)
 	writePopulation(m, pg, false)
 	writeSensitivity(m, pg)
