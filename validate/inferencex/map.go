@@ -302,10 +302,10 @@ func MapRow(row *Row, opts MapOptions) (*Plan, *Skip) {
 	return p, nil
 }
 
-// launch is how a row's deployment was launched: vLLM's tensor and data
+// launchSpec is how a row's deployment was launched: vLLM's tensor and data
 // parallel sizes, whether experts were split whole (--enable-expert-parallel),
 // the data-parallel argument when one was passed, and notes on the reading.
-type launch struct {
+type launchSpec struct {
 	tp, dp         int
 	expertParallel bool
 	dpArgs         []Arg
@@ -314,9 +314,9 @@ type launch struct {
 
 // launchOf reads the row's parallelism columns as the launch its recipe's
 // script made, or says why it cannot (a skip reason and detail).
-func launchOf(row *Row, opts MapOptions) (launch, string, string) {
+func launchOf(row *Row, opts MapOptions) (launchSpec, string, string) {
 	l := row.Agg
-	lay := launch{tp: l.TP, dp: 1}
+	lay := launchSpec{tp: l.TP, dp: 1}
 	ep := l.MoEEP
 	if l.AttentionDP > 1 {
 		var rc *Recipe

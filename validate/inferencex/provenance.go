@@ -43,7 +43,7 @@ func tpsOf(plans []*Plan) []int {
 func versionsOf(plans []*Plan) []string {
 	var versions []string
 	for _, p := range plans {
-		if v := p.Version(); !slices.Contains(versions, v) {
+		if v := p.VLLMVersion(); !slices.Contains(versions, v) {
 			versions = append(versions, v)
 		}
 	}
@@ -58,9 +58,9 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-// Version is the vLLM version the plan's row ran: backend_version, or the tag
-// of the image silicon_data_source names, or "unstated".
-func (p *Plan) Version() string {
+// VLLMVersion is the vLLM version the plan's row ran: backend_version, or
+// the tag of the image silicon_data_source names, or "unstated".
+func (p *Plan) VLLMVersion() string {
 	if v := p.Row.BackendVersion; v != "" {
 		return v
 	}
@@ -84,9 +84,9 @@ func (r *Row) PrecisionText() string {
 	return r.Precision
 }
 
-// Group names the deployment a row belongs to on a page's list of sets
+// Label names the deployment a row belongs to on a page's list of sets
 // that cannot be scored: "Llama-3.1-70B fp8 on h100_sxm".
-func (r *Row) Group() string {
+func (r *Row) Label() string {
 	return fmt.Sprintf("%s %s on %s", shortModel(r.ModelPath), r.PrecisionText(), r.System)
 }
 

@@ -17,9 +17,10 @@ import (
 	"blis/scenario"
 )
 
-// The launch recipes are data: recipes.yaml, embedded, read strictly. Its
-// header documents the format; parseRecipes holds every recipe to it, so a
-// recipe cannot lose its source or a setting its provenance.
+// The launch recipes are data: recipes.yaml, embedded, read strictly, and
+// looked up here. Its header documents the format; parseRecipes holds
+// every recipe to it, so a recipe cannot lose its source or a setting its
+// provenance.
 
 //go:embed recipes.yaml
 var recipesYAML []byte
@@ -87,7 +88,7 @@ type (
 	}
 )
 
-// Provenance of a setting.
+// A setting's provenance.
 const (
 	provRead    = "read"
 	provAssumed = "assumed"
@@ -271,7 +272,7 @@ func (v *recipeChecker) recipe(d *recipeDoc, path string, at []any, matched bool
 	}
 	script := sourceRE.MatchString(d.Source)
 	for j := range d.Args {
-		a := v.arg(&d.Args[j], fmt.Sprintf("%s.args[%d]", path, j), sub("args", j))
+		a := v.serveArg(&d.Args[j], fmt.Sprintf("%s.args[%d]", path, j), sub("args", j))
 		if !a.Assumed && !script {
 			v.fail(v.at(sub("args", j)...), fmt.Sprintf("%s.args[%d].provenance", path, j), provRead,
 				"read from no script: a recipe whose source names no script can only assume its settings")
@@ -288,7 +289,7 @@ func (v *recipeChecker) recipe(d *recipeDoc, path string, at []any, matched bool
 		if _, err := time.Parse(time.DateOnly, dp.MeasuredFrom); err != nil {
 			v.fail(v.at(sub("dp_attention")...), key+".measured_from", dp.MeasuredFrom, "required: a date YYYY-MM-DD (rows measured before it are not known to have run so)")
 		}
-		assumed := v.provenance(dp.Provenance, key+".provenance", sub("dp_attention"))
+		assumed := v.assumed(dp.Provenance, key+".provenance", sub("dp_attention"))
 		if strings.TrimSpace(dp.Why) == "" {
 			v.fail(v.at(sub("dp_attention")...), key+".why", "", "required: which script launches it so")
 		}
@@ -297,11 +298,11 @@ func (v *recipeChecker) recipe(d *recipeDoc, path string, at []any, matched bool
 	return r
 }
 
-// arg checks one serve setting: a serve key of blis run, a value it
+// serveArg checks one serve setting: a serve key of blis run, a value it
 // accepts (or a row-dependent form), and its provenance.
-func (v *recipeChecker) arg(d *argDoc, path string, at []any) ServeArg {
+func (v *recipeChecker) serveArg(d *argDoc, path string, at []any) ServeArg {
 	a := ServeArg{Flag: d.Flag, Why: d.Why}
-	a.Assumed = v.provenance(d.Provenance, path+".provenance", at)
+	a.Assumed = v.assumed(d.Provenance, path+".provenance", at)
 	if d.Value == nil {
 		v.fail(v.at(at...), path+".value", "", "required: a value, or CONC, GEN, 2*ISL, ISL+OSL+20/200")
 		return a
@@ -315,8 +316,8 @@ func (v *recipeChecker) arg(d *argDoc, path string, at []any) ServeArg {
 	return a
 }
 
-// provenance checks a provenance key and says whether it is assumed.
-func (v *recipeChecker) provenance(p, key string, at []any) bool {
+// assumed checks a provenance key and says whether it is assumed.
+func (v *recipeChecker) assumed(p, key string, at []any) bool {
 	switch p {
 	case provRead:
 		return false
@@ -348,4 +349,37 @@ func checkServeArg(flag, value string) error {
 		}
 	}
 	return errNoServeKey
+}
+
+// RecipeFor returns the recipe of a vLLM row, or nil.
+func RecipeFor(row *Row) *Recipe {
+	for i := range recipes().list {
+		if recipes().list[i].matches(row) {
+			return &recipes().list[i]
+		}
+	}
+	return nil
+}
+
+// RecipeByKey is the recipe named key (the generic one included), or nil.
+func RecipeByKey(key string) *Recipe {
+	set := recipes()
+	for i := range set.list {
+		if set.list[i].Key == key {
+			return &set.list[i]
+		}
+	}
+	if key == set.generic.Key {
+		return &set.generic
+	}
+	return nil
+}
+
+// RecipeKeys lists every recipe's key in table order, the generic one last.
+func RecipeKeys() []string {
+	var keys []string
+	for _, r := range recipes().list {
+		keys = append(keys, r.Key)
+	}
+	return append(keys, recipes().generic.Key)
 }

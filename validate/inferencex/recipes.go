@@ -95,16 +95,6 @@ func (r *Recipe) matches(row *Row) bool {
 	return (r.From == "" || d >= r.From) && (r.To == "" || d <= r.To)
 }
 
-// RecipeFor returns the recipe of a vLLM row, or nil.
-func RecipeFor(row *Row) *Recipe {
-	for i := range recipes().list {
-		if recipes().list[i].matches(row) {
-			return &recipes().list[i]
-		}
-	}
-	return nil
-}
-
 // expandValue turns a recipe value into the flag value for one row.
 func expandValue(v string, row *Row, conc int) (string, error) {
 	switch v {
@@ -135,27 +125,4 @@ func genMargin(date string) int {
 		return 256
 	}
 	return 200
-}
-
-// RecipeByKey is the recipe named key (the generic one included), or nil.
-func RecipeByKey(key string) *Recipe {
-	set := recipes()
-	for i := range set.list {
-		if set.list[i].Key == key {
-			return &set.list[i]
-		}
-	}
-	if key == set.generic.Key {
-		return &set.generic
-	}
-	return nil
-}
-
-// RecipeKeys lists every recipe's key in table order, the generic one last.
-func RecipeKeys() []string {
-	var keys []string
-	for _, r := range recipes().list {
-		keys = append(keys, r.Key)
-	}
-	return append(keys, recipes().generic.Key)
 }

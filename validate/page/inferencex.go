@@ -101,7 +101,7 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 		if !inferencex.CannotScore(sk.Reason) {
 			continue
 		}
-		set := sk.Row.Group() + ": " + sk.Reason
+		set := sk.Row.Label() + ": " + sk.Reason
 		i := slices.IndexFunc(groups, func(g *group) bool { return g.set == set })
 		if i < 0 {
 			groups = append(groups, &group{set: set, needed: inferencex.Needed(sk.Reason, sk.Detail)})
@@ -227,7 +227,7 @@ func (b *builder) ixUnscored(sel *IXSelect, covered map[string]bool) ([]score.Un
 	}
 	var groups []*group
 	add := func(row *inferencex.Row, reason, needed string) {
-		set := row.Group() + ": " + reason
+		set := row.Label() + ": " + reason
 		i := slices.IndexFunc(groups, func(g *group) bool { return g.set == set })
 		if i < 0 {
 			groups = append(groups, &group{set: set, needed: needed})
