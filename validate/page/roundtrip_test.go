@@ -29,16 +29,8 @@ func TestRoundTripOwnExport(t *testing.T) {
 	exportRoundTrip(t, dir)
 	for _, by := range []string{score.PairByOrder, score.PairByID, score.PairBySession} {
 		t.Run(by, func(t *testing.T) {
-			file := filepath.Join(dir, "round-trip.yaml")
-			data := []byte(fmt.Sprintf(fixture.RoundTripManifest, by))
-			m, err := page.ParseManifest(file, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pg, err := page.Build(m, page.Options{Version: "test", Jobs: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
+			file, man := filepath.Join(dir, "round-trip.yaml"), fmt.Sprintf(fixture.RoundTripManifest, by)
+			pg := buildPage(t, file, man, page.Options{Version: "test", Jobs: 2})
 			a := pg.Arms[0]
 			if a.Verdict != score.Exact || len(a.MakeExact) != 0 {
 				t.Errorf("verdict %s, make exact %q", a.Verdict, a.MakeExact)
@@ -75,10 +67,7 @@ func TestRoundTripOwnExport(t *testing.T) {
 				t.Errorf("KV %+v", a.KV)
 			}
 			// Deterministic bytes whatever the workers.
-			pg1, err := page.Build(m, page.Options{Version: "test", Jobs: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pg1 := buildPage(t, file, man, page.Options{Version: "test", Jobs: 1})
 			for _, w := range []func(*page.Page) []byte{pageMD, pageJSON, pageFigures} {
 				if !bytes.Equal(w(pg), w(pg1)) {
 					t.Error("output differs between 1 and 2 workers")
@@ -130,14 +119,7 @@ func TestProvenanceVerdicts(t *testing.T) {
 		"    levels:\n      - {level: 1, measured: {format: aiperf, path: c1}}\n"
 	build := func(dep string) *page.ArmPage {
 		t.Helper()
-		m, err := page.ParseManifest(filepath.Join(dir, "p.yaml"), []byte(head+dep+levels))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pg, err := page.Build(m, page.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		pg := buildPage(t, filepath.Join(dir, "p.yaml"), head+dep+levels, page.Options{})
 		return pg.Arms[0]
 	}
 	row := func(a *page.ArmPage, setting string) score.ProvRow {
@@ -196,14 +178,7 @@ func TestRoundTripInferencePerf(t *testing.T) {
 	}
 	man := strings.NewReplacer("format: aiperf", "format: inference-perf", "    server-log: server.log\n", "").
 		Replace(fmt.Sprintf(fixture.RoundTripManifest, score.PairByOrder))
-	m, err := page.ParseManifest(filepath.Join(dir, "ip.yaml"), []byte(man))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg, err := page.Build(m, page.Options{Version: "test", Jobs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := buildPage(t, filepath.Join(dir, "ip.yaml"), man, page.Options{Version: "test", Jobs: 2})
 	a := pg.Arms[0]
 	if len(a.Population) == 0 {
 		t.Fatal("no metric compared")
@@ -240,14 +215,7 @@ func TestRoundTripBindingAndColdPrefill(t *testing.T) {
 	file := filepath.Join(dir, "round-trip.yaml")
 	build := func() *page.Page {
 		t.Helper()
-		m, err := page.ParseManifest(file, []byte(fmt.Sprintf(fixture.RoundTripManifest, score.PairByOrder)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pg, err := page.Build(m, page.Options{Version: "test", Jobs: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		pg := buildPage(t, file, fmt.Sprintf(fixture.RoundTripManifest, score.PairByOrder), page.Options{Version: "test", Jobs: 2})
 		return pg
 	}
 	a := build().Arms[0]
@@ -370,4 +338,18 @@ func exportRoundTrip(t *testing.T, dir string) {
 	if err := os.WriteFile(filepath.Join(dir, "server.log"), []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// buildPage reads manifest as file and builds its page.
+func buildPage(t *testing.T, file, manifest string, opts page.Options) *page.Page {
+	t.Helper()
+	m, err := page.ParseManifest(file, []byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := page.Build(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg
 }

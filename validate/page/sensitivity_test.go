@@ -51,14 +51,8 @@ arms:
 func TestProbesEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	exportPair(t, dir)
-	m, err := page.ParseManifest(filepath.Join(dir, "probe.yaml"), []byte(probeManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg, err := page.Build(m, page.Options{Version: "test", Jobs: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file := filepath.Join(dir, "probe.yaml")
+	pg := buildPage(t, file, probeManifest, page.Options{Version: "test", Jobs: 3})
 	a := pg.Arms[0]
 	byName := map[string]page.Probe{}
 	for _, p := range a.Probes {
@@ -105,10 +99,7 @@ func TestProbesEndToEnd(t *testing.T) {
 
 	// Probes and sensitivity runs stay out of the headline and the gate.
 	off := page.ProbeSpec{Mode: page.ProbesOff}
-	pg0, err := page.Build(m, page.Options{Version: "test", Jobs: 2, Probes: &off})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg0 := buildPage(t, file, probeManifest, page.Options{Version: "test", Jobs: 2, Probes: &off})
 	if !slices.Equal(headlineText(pg), headlineText(pg0)) || len(pg0.Arms[0].Probes) != 0 || pg0.ProbeRule != "" {
 		t.Error("probes changed the headline numbers, or --probes off ran them")
 	}
@@ -117,10 +108,7 @@ func TestProbesEndToEnd(t *testing.T) {
 	}
 
 	// Same bytes whatever the workers.
-	pg1, err := page.Build(m, page.Options{Version: "test", Jobs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg1 := buildPage(t, file, probeManifest, page.Options{Version: "test", Jobs: 1})
 	for _, w := range []func(*page.Page) []byte{pageMD, pageJSON, pageFigures} {
 		if !bytes.Equal(w(pg), w(pg1)) {
 			t.Error("output differs between 1 and 3 workers")
@@ -141,19 +129,13 @@ func headlineText(pg *page.Page) []string {
 func TestProbesListOverride(t *testing.T) {
 	dir := t.TempDir()
 	exportPair(t, dir)
-	m, err := page.ParseManifest(filepath.Join(dir, "probe.yaml"), []byte(strings.Replace(probeManifest,
-		"    sensitivity:\n      - compress-gaps-over-s: 300\n      - label: roofline pricing\n        blis: {step-model: roofline}\n", "", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec, err := page.ParseProbes("step-model")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg, err := page.Build(m, page.Options{Version: "test", Probes: &spec})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := buildPage(t, filepath.Join(dir, "probe.yaml"), strings.Replace(probeManifest,
+		"    sensitivity:\n      - compress-gaps-over-s: 300\n      - label: roofline pricing\n        blis: {step-model: roofline}\n", "", 1),
+		page.Options{Version: "test", Probes: &spec})
 	ps := pg.Arms[0].Probes
 	if len(ps) != 1 || ps[0].Setting != "step-model" || ps[0].Provenance != "assumed" || ps[0].Verdict != page.ProbeMaterial {
 		t.Fatalf("%+v", ps)
@@ -245,14 +227,7 @@ arms:
     levels:
       - {level: 2, measured: {format: aiperf, path: c2}}
 `
-	m, err := page.ParseManifest(filepath.Join(dir, "g.yaml"), []byte(man))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg, err := page.Build(m, page.Options{Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := buildPage(t, filepath.Join(dir, "g.yaml"), man, page.Options{Version: "test"})
 	a := pg.Arms[0]
 	sp := a.Sensitivity[0]
 	if sp.Identical || sp.Failed != "" || !(sp.MAPE["output_tok_s"] > 1) || sp.ReplayMAPE["output_tok_s"] != 0 {
