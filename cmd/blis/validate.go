@@ -17,7 +17,7 @@ import (
 
 	"blis/internal/progress"
 	"blis/scenario"
-	"blis/validate"
+	"blis/validate/inferencex"
 )
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -31,7 +31,7 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func newValidateInferenceXCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		opts     validate.Options
+		opts     inferencex.Options
 		jsonPath string
 		verbose  bool
 	)
@@ -43,7 +43,7 @@ data/e2e/inferencex_calibration.csv) as InferenceX ran it: its client
 (random dataset, --random-range-ratio 0.8 in the legacy sense, --num-prompts
 10×CONC, --max-concurrency CONC, --request-rate inf, --num-warmups 2×CONC from
 2026-01-21) and the vllm serve arguments of its launch scripts per model, chip
-and date (validate/inferencex_serve.go; "*" marks values that are assumed).
+and date (validate/inferencex/recipes.yaml; "*" marks values that are assumed).
 
 Prints, per row, measured vs predicted TTFT and TPOT with the signed error
 100·(BLIS/measured − 1), then MAPE, median APE and signed mean per (model,
@@ -62,7 +62,7 @@ The output does not depend on --jobs.`,
 				return &usageError{fmt.Errorf("--backend %q: allowed: vllm, sglang, trtllm, all", opts.Backend)}
 			}
 			switch opts.Statistic {
-			case validate.StatMedian, validate.StatMean:
+			case inferencex.StatMedian, inferencex.StatMean:
 			default:
 				return &usageError{fmt.Errorf("--statistic %q: allowed: median, mean", opts.Statistic)}
 			}
@@ -74,7 +74,7 @@ The output does not depend on --jobs.`,
 			if err != nil {
 				return &scenario.InputError{File: file, Msg: "cannot read: " + errors.Unwrap(err).Error()}
 			}
-			rows, err := validate.ReadInferenceX(file, bufio.NewReader(f))
+			rows, err := inferencex.Read(file, bufio.NewReader(f))
 			f.Close()
 			if err != nil {
 				return err
@@ -85,7 +85,7 @@ The output does not depend on --jobs.`,
 			start := time.Now()
 			bar := progress.New(stderr, "blis validate", "rows", 0, quiet(cmd))
 			opts.Progress = func(done, total int) { bar.Update(int64(done), 0) }
-			rep, err := validate.ValidateInferenceX(file, rows, opts)
+			rep, err := inferencex.Validate(file, rows, opts)
 			bar.Done()
 			if err != nil {
 				return err
@@ -112,7 +112,7 @@ The output does not depend on --jobs.`,
 	fs.StringVar(&opts.Model, "model", "", "only rows whose model_path contains this (case-insensitive), or a catalog alias of it")
 	fs.StringVar(&opts.Hardware, "hardware", "", "only rows on this chip (h100, b200, h100_sxm, ...)")
 	fs.StringVar(&opts.Backend, "backend", "vllm", "backend rows to simulate: vllm, sglang, trtllm, or all (non-vLLM rows are simulated as if vLLM served them, labelled)")
-	fs.StringVar(&opts.Statistic, "statistic", validate.StatMean, "BLIS statistic compared with silicon_ttft_ms/silicon_tpot_ms: median or mean")
+	fs.StringVar(&opts.Statistic, "statistic", inferencex.StatMean, "BLIS statistic compared with silicon_ttft_ms/silicon_tpot_ms: median or mean")
 	fs.BoolVar(&opts.EPAsTP, "ep-as-tp", true, "simulate rows with expert parallel = tensor parallel and attention DP 1 with --enable-expert-parallel; false skips them")
 	fs.IntVar(&opts.Limit, "limit", 0, "simulate only the first N simulable rows (0 = all)")
 	fs.IntVar(&opts.Jobs, "jobs", 0, "rows simulated in parallel (0 = number of CPUs); the output does not depend on it")

@@ -14,7 +14,8 @@ import (
 
 	"blis/internal/buildinfo"
 	"blis/scenario"
-	"blis/validate"
+	"blis/validate/page"
+	"blis/validate/render"
 )
 
 func newValidatePageCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -29,8 +30,9 @@ func newValidatePageCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Replay a validation manifest's measured runs and write its validation page",
 		Long: `Read a validation manifest (docs/validation/README.md), read every measured
 input it names, replay each level in BLIS, and write the validation page:
-NAME.md (Markdown, the seed pages' sections: sources, provenance verdict,
-paired requests, population metrics, TTFT, KV pool, every level), NAME.json
+NAME.md (Markdown, in the sections of the validation pages it follows:
+sources, provenance verdict, paired requests, population metrics, TTFT, KV
+pool, every level), NAME.json
 (every number on the page) and figures/NAME/*.svg, into --out (default: the
 manifest's directory). Prints each arm's verdict and headline errors.
 
@@ -56,9 +58,9 @@ a comma list re-checks only those settings.`,
 			if jobs < 0 {
 				return &usageError{errors.New("--jobs must be ≥ 0")}
 			}
-			var probeSpec *validate.ProbeSpec
+			var probeSpec *page.ProbeSpec
 			if probes != "" {
-				spec, err := validate.ParseProbes(probes)
+				spec, err := page.ParseProbes(probes)
 				if err != nil {
 					return &usageError{fmt.Errorf("--probes %q: %v", probes, err)}
 				}
@@ -69,7 +71,7 @@ a comma list re-checks only those settings.`,
 			if err != nil {
 				return &scenario.InputError{File: file, Msg: "cannot read the manifest: " + errors.Unwrap(err).Error()}
 			}
-			m, err := validate.ParseManifest(file, data)
+			m, err := page.ParseManifest(file, data)
 			if err != nil {
 				return err
 			}
@@ -78,19 +80,19 @@ a comma list re-checks only those settings.`,
 				dir = m.Dir
 			}
 			basePath := filepath.Join(dir, m.Name+".baseline.json")
-			var base *validate.Baseline
+			var base *page.Baseline
 			if check {
 				b, err := os.ReadFile(basePath)
 				if err != nil {
 					return &scenario.InputError{File: basePath, Msg: "no baseline to check against: record one with --record"}
 				}
-				if base, err = validate.ReadBaseline(basePath, b); err != nil {
+				if base, err = page.ReadBaseline(basePath, b); err != nil {
 					return err
 				}
 			}
 			start := time.Now()
 			stamp := buildinfo.Current()
-			pg, err := validate.BuildPage(m, validate.PageOptions{Version: buildVersion(), Jobs: jobs, Build: &stamp, Probes: probeSpec})
+			pg, err := page.Build(m, page.Options{Version: buildVersion(), Jobs: jobs, Stamp: &stamp, Probes: probeSpec})
 			if err != nil {
 				return err
 			}
@@ -98,7 +100,7 @@ a comma list re-checks only those settings.`,
 				return err
 			}
 			if check {
-				res := validate.Check(base, pg, m.TolerancePP)
+				res := page.Check(base, pg, m.TolerancePP)
 				if err := res.WriteText(stdout, m.Name); err != nil {
 					return err
 				}
@@ -112,7 +114,7 @@ a comma list re-checks only those settings.`,
 				return err
 			}
 			if record {
-				if err := writeFileAtomic(basePath, validate.NewBaseline(pg).WriteJSON); err != nil {
+				if err := writeFileAtomic(basePath, page.NewBaseline(pg).WriteJSON); err != nil {
 					return err
 				}
 				fmt.Fprintf(stderr, "Baseline written to %s\n", basePath)
@@ -132,17 +134,17 @@ a comma list re-checks only those settings.`,
 
 // writePage writes NAME.md, NAME.json and figures/NAME/, replacing the
 // figures of an earlier page of the same name.
-func writePage(dir string, pg *validate.Page) error {
+func writePage(dir string, pg *page.Page) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, pg.Name+".md"), pg.WriteMarkdown); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, pg.Name+".md"), func(w io.Writer) error { return render.Markdown(w, pg) }); err != nil {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, pg.Name+".json"), pg.WriteJSON); err != nil {
 		return err
 	}
-	figDir := filepath.Join(dir, filepath.FromSlash(validate.FigureDir(pg.Name)))
+	figDir := filepath.Join(dir, filepath.FromSlash(render.FigureDir(pg.Name)))
 	if old, err := filepath.Glob(filepath.Join(figDir, "*.svg")); err == nil {
 		for _, f := range old {
 			os.Remove(f)
@@ -151,7 +153,7 @@ func writePage(dir string, pg *validate.Page) error {
 	if err := os.MkdirAll(figDir, 0o755); err != nil {
 		return err
 	}
-	for _, f := range pg.Figures() {
+	for _, f := range render.Figures(pg) {
 		data := f.Data
 		if err := writeFileAtomic(filepath.Join(figDir, f.Name), func(w io.Writer) error {
 			_, err := io.Copy(w, bytes.NewReader(data))
@@ -164,7 +166,7 @@ func writePage(dir string, pg *validate.Page) error {
 }
 
 // writeSummary prints each arm's verdict and headline errors.
-func writeSummary(w io.Writer, pg *validate.Page) error {
+func writeSummary(w io.Writer, pg *page.Page) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", pg.Title)
 	for _, a := range pg.Arms {

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-const pageFixture = "../../validate/testdata/small_page.yaml"
+const pageFixture = "../../validate/internal/fixture/testdata/small_page.yaml"
 
 // TestValidatePageRecordCheck writes a page, pins a baseline, checks it,
 // and fails the check once the baseline is made stricter than BLIS.
@@ -92,5 +93,39 @@ func TestValidatePageBadInput(t *testing.T) {
 		if code := run(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errb.String(), c.code, c.want)
 		}
+	}
+}
+
+// A manifest missing several keys fails once, listing every one of them
+// (file:line: key) under one line naming the file and the count.
+func TestValidatePageMissingKeys(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"top level", "description: half written\n",
+			[]string{"blis: %s: 3 required keys missing:", "\n  %s:1: validation: required key missing", "\n  %s:1: title: required key missing", "\n  %s:1: arms: required key missing"}},
+		{"arms", "validation: x\ntitle: X\narms:\n  - name: a\n    inferencex: {csv: a.csv, hardware: h100}\n  - label: B\n    inferencex: {csv: a.csv, model: m, hardware: h100}\n",
+			[]string{"blis: %s: 3 required keys missing:", "\n  %s:4: arms[0].label: required key missing", "\n  %s:5: arms[0].inferencex.model: required key missing", "\n  %s:6: arms[1].name: required key missing"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
+			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			if code := run([]string{"validate", "page", file, "--out", dir}, &out, &errb); code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, errb.String())
+			}
+			if n := strings.Count(errb.String(), "\n  "); n != len(c.want)-1 {
+				t.Errorf("%d problems listed, want %d:\n%s", n, len(c.want)-1, errb.String())
+			}
+			for _, w := range c.want {
+				if w = fmt.Sprintf(w, file); !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+				}
+			}
+		})
 	}
 }

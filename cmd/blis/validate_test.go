@@ -12,7 +12,7 @@ import (
 	"blis/scenario"
 )
 
-const validateFixture = "../../validate/testdata/inferencex_small.csv"
+const validateFixture = "../../validate/internal/fixture/testdata/inferencex_small.csv"
 
 func runValidate(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()

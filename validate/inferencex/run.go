@@ -1,0 +1,268 @@
+// Package inferencex replays InferenceX's benchmark sweeps in BLIS: it
+// reads aiconfigurator's InferenceX calibration CSV, maps each row onto a
+// BLIS scenario with the client InferenceX ran and the vllm serve
+// arguments of its launch recipe (each setting read from InferenceX's
+// scripts or marked assumed), simulates the simulable rows
+// and reports every prediction's TTFT and TPOT error per group (`blis
+// validate inferencex`). Validation pages select rows of the same CSV
+// through Select and Provenance.
+package inferencex
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"maps"
+	"slices"
+
+	"blis/cluster"
+	"blis/metrics"
+	"blis/validate/score"
+)
+
+// Statistics a measured value may be compared against.
+const (
+	StatMedian = "median"
+	StatMean   = "mean"
+)
+
+// Options configure Validate.
+type Options struct {
+	Filter
+	MapOptions
+	// Statistic is the BLIS statistic compared with silicon_ttft_ms and
+	// silicon_tpot_ms: median (the default) or mean.
+	Statistic string
+	// Limit simulates only the first Limit simulable rows (0 = all).
+	Limit int
+	// Jobs is the number of rows simulated at once (0 = GOMAXPROCS). The
+	// report does not depend on it.
+	Jobs int
+	// Progress, when set, is called after each simulated row with the rows
+	// done and the rows to simulate, one call at a time.
+	Progress func(done, total int) `json:"-"`
+}
+
+// Prediction is what BLIS predicts for one row, in milliseconds.
+type Prediction struct {
+	TTFTMeanMs   float64 `json:"ttft_mean_ms"`
+	TTFTMedianMs float64 `json:"ttft_median_ms"`
+	TPOTMeanMs   float64 `json:"tpot_mean_ms"`
+	TPOTMedianMs float64 `json:"tpot_median_ms"`
+	// Completed and Failed count the timed requests.
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// GPUKVCacheTokens is the KV pool BLIS sized; Preemptions how often
+	// the scheduler preempted.
+	GPUKVCacheTokens int     `json:"gpu_kv_cache_tokens"`
+	Preemptions      int     `json:"num_preemptions"`
+	MeanBatchSize    float64 `json:"mean_batch_size"`
+	DurationS        float64 `json:"duration_s"`
+	StepModel        string  `json:"step_model"`
+}
+
+// RowResult is one simulated row: the plan, BLIS's prediction, and the
+// signed errors (percent) of the compared statistic.
+type RowResult struct {
+	Plan      *Plan
+	BLIS      Prediction
+	TTFTms    float64 // BLIS's value of the compared statistic
+	TPOTms    float64
+	TTFTError float64 // 100·(BLIS/measured − 1)
+	TPOTError float64
+}
+
+// GroupStats are the error statistics of one (model, precision, chip,
+// backend) group.
+type GroupStats struct {
+	Model     string           `json:"model"`
+	Precision string           `json:"precision"`
+	Chip      string           `json:"chip"`
+	Backend   string           `json:"backend"`
+	TTFT      score.ErrorStats `json:"ttft"`
+	TPOT      score.ErrorStats `json:"tpot"`
+}
+
+// Report is the outcome of validating BLIS against an InferenceX file.
+type Report struct {
+	File      string
+	Statistic string
+	Options   Options
+	Total     int // rows in the file
+	Filtered  int // left out by --model / --hardware
+	Rows      []RowResult
+	Groups    []GroupStats
+	Overall   GroupStats // every simulated row
+	Skipped   []Skip     // in file order
+	Recipes   []*Recipe
+	StepModel string
+}
+
+// Validate maps every row of an InferenceX file, simulates the
+// simulable ones on Jobs workers, and scores the predictions. The report
+// is the same whatever Jobs is.
+func Validate(file string, rows []Row, opts Options) (*Report, error) {
+	switch opts.Statistic {
+	case "":
+		opts.Statistic = StatMedian
+	case StatMedian, StatMean:
+	default:
+		return nil, fmt.Errorf("validate: statistic %q: allowed: median, mean", opts.Statistic)
+	}
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("validate: limit %d: must be ≥ 0", opts.Limit)
+	}
+	sel := Select(rows, opts.Filter, opts.MapOptions)
+	plans := sel.Plans
+	skipped := sel.Skipped
+	if opts.Limit > 0 && len(plans) > opts.Limit {
+		for _, p := range plans[opts.Limit:] {
+			skipped = append(skipped, Skip{Row: p.Row, Reason: ReasonLimit, Detail: fmt.Sprintf("--limit %d", opts.Limit)})
+		}
+		plans = plans[:opts.Limit]
+	}
+
+	preds := make([]Prediction, len(plans))
+	errs := make([]*Skip, len(plans))
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	jobs = min(jobs, max(1, len(plans)))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for w := 0; w < jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				preds[i], errs[i] = Simulate(plans[i])
+				if opts.Progress != nil {
+					mu.Lock()
+					done++
+					opts.Progress(done, len(plans))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range plans {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	rep := &Report{File: file, Statistic: opts.Statistic, Options: opts, Total: sel.Total, Filtered: sel.Filtered}
+	var ok []*Plan
+	for i, p := range plans {
+		if errs[i] != nil {
+			skipped = append(skipped, *errs[i])
+			continue
+		}
+		r := RowResult{Plan: p, BLIS: preds[i]}
+		if opts.Statistic == StatMean {
+			r.TTFTms, r.TPOTms = preds[i].TTFTMeanMs, preds[i].TPOTMeanMs
+		} else {
+			r.TTFTms, r.TPOTms = preds[i].TTFTMedianMs, preds[i].TPOTMedianMs
+		}
+		r.TTFTError = score.SignedError(r.TTFTms, p.Row.TTFTms)
+		r.TPOTError = score.SignedError(r.TPOTms, p.Row.TPOTms)
+		rep.Rows = append(rep.Rows, r)
+		ok = append(ok, p)
+		if rep.StepModel == "" {
+			rep.StepModel = preds[i].StepModel
+		} else if rep.StepModel != preds[i].StepModel {
+			rep.StepModel = "mixed"
+		}
+	}
+	sort.SliceStable(skipped, func(a, b int) bool { return skipped[a].Row.Line < skipped[b].Row.Line })
+	rep.Skipped = skipped
+	rep.Recipes = usedRecipes(ok)
+	rep.Groups, rep.Overall = groupStats(rep.Rows)
+	return rep, nil
+}
+
+// Simulate runs one plan and returns BLIS's prediction, or why it could
+// not. A panic inside the simulator (a bug) fails the row, not the run.
+func Simulate(p *Plan) (pred Prediction, skip *Skip) {
+	fail := func(reason string, err error) (Prediction, *Skip) {
+		return Prediction{}, &Skip{Row: p.Row, Reason: reason, Detail: err.Error()}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			pred, skip = fail(ReasonFailed, fmt.Errorf("internal error: %v", v))
+		}
+	}()
+	res, err := p.Scenario.Resolve()
+	if err != nil {
+		return fail(ReasonRejected, err)
+	}
+	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
+		Percentiles: p.Scenario.MetricPercentiles,
+		Metrics:     []string{metrics.MetricTTFT, metrics.MetricTPOT},
+	})
+	if err != nil {
+		return fail(ReasonFailed, err)
+	}
+	out, err := cluster.Run(res.ClientConfig(), res.Source, rec)
+	if err != nil {
+		return fail(ReasonFailed, err)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{
+		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID,
+		NumPrompts: p.Scenario.NumPrompts, RequestRate: p.Scenario.RequestRate, Burstiness: p.Scenario.Burstiness,
+		MaxConcurrency: p.Scenario.MaxConcurrency, GPUKVCacheTokens: res.Memory.KVTokens,
+		NumPreemptions: int(out.Engine.Preemptions),
+	})
+	if sum.Completed == 0 {
+		return fail(ReasonFailed, fmt.Errorf("no request completed (%d failed)", sum.Failed))
+	}
+	return Prediction{
+		TTFTMeanMs: sum.TTFT.Mean, TTFTMedianMs: sum.TTFT.Median,
+		TPOTMeanMs: sum.TPOT.Mean, TPOTMedianMs: sum.TPOT.Median,
+		Completed: sum.Completed, Failed: sum.Failed,
+		GPUKVCacheTokens: res.Memory.KVTokens, Preemptions: int(out.Engine.Preemptions),
+		MeanBatchSize: sum.MeanBatchSize, DurationS: sum.DurationS, StepModel: res.Pricer.Name(),
+	}, nil
+}
+
+// groupStats computes the statistics per (model, precision, chip, backend),
+// sorted by model (ignoring case), precision, chip and backend, and over
+// every row.
+func groupStats(rows []RowResult) ([]GroupStats, GroupStats) {
+	type acc struct {
+		g          GroupStats
+		ttft, tpot []float64
+	}
+	groups := map[string]*acc{}
+	var allTTFT, allTPOT []float64
+	for i := range rows {
+		r := &rows[i]
+		g := GroupStats{Model: r.Plan.Row.ModelPath, Precision: r.Plan.Row.Precision, Chip: r.Plan.Chip, Backend: r.Plan.Backend()}
+		k := g.Model + "\x00" + g.Precision + "\x00" + g.Chip + "\x00" + g.Backend
+		a := groups[k]
+		if a == nil {
+			a = &acc{g: g}
+			groups[k] = a
+		}
+		a.ttft = append(a.ttft, r.TTFTError)
+		a.tpot = append(a.tpot, r.TPOTError)
+		allTTFT = append(allTTFT, r.TTFTError)
+		allTPOT = append(allTPOT, r.TPOTError)
+	}
+	keys := slices.Sorted(maps.Keys(groups))
+	sort.SliceStable(keys, func(i, j int) bool { return strings.ToLower(keys[i]) < strings.ToLower(keys[j]) })
+	out := make([]GroupStats, 0, len(groups))
+	for _, k := range keys {
+		a := groups[k]
+		a.g.TTFT, a.g.TPOT = score.Summarize(a.ttft), score.Summarize(a.tpot)
+		out = append(out, a.g)
+	}
+	all := GroupStats{Model: "all", Chip: "all", Backend: "all", TTFT: score.Summarize(allTTFT), TPOT: score.Summarize(allTPOT)}
+	return out, all
+}
