@@ -155,8 +155,8 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // checkInferenceXFilter refuses a --model, --hardware or --backend that
 // selects no row of the file, naming the values the file has: a run that
 // simulates nothing is a mistake, not a result.
-func checkInferenceXFilter(file string, rows []validate.InferenceXRow, opts validate.Options) error {
-	distinct := func(f func(*validate.InferenceXRow) string) string {
+func checkInferenceXFilter(file string, rows []inferencex.Row, opts inferencex.Options) error {
+	distinct := func(f func(*inferencex.Row) string) string {
 		seen := map[string]bool{}
 		var out []string
 		for i := range rows {
@@ -169,12 +169,12 @@ func checkInferenceXFilter(file string, rows []validate.InferenceXRow, opts vali
 		return strings.Join(out, ", ")
 	}
 	if len(rows) > 0 && (opts.Model != "" || opts.Hardware != "") {
-		sel := validate.Select(rows, opts.Filter, opts.MapOptions)
+		sel := inferencex.Select(rows, opts.Filter, opts.MapOptions)
 		if sel.Filtered == sel.Total {
-			key, val, what := "--hardware", opts.Hardware, "systems: "+distinct(func(r *validate.InferenceXRow) string { return r.System })
+			key, val, what := "--hardware", opts.Hardware, "systems: "+distinct(func(r *inferencex.Row) string { return r.System })
 			with := ""
 			if opts.Model != "" {
-				key, val, what = "--model", opts.Model, "models: "+distinct(func(r *validate.InferenceXRow) string { return r.ModelPath })
+				key, val, what = "--model", opts.Model, "models: "+distinct(func(r *inferencex.Row) string { return r.ModelPath })
 				if opts.Hardware != "" {
 					with = "with --hardware " + strconv.Quote(opts.Hardware) + " "
 				}
@@ -182,9 +182,9 @@ func checkInferenceXFilter(file string, rows []validate.InferenceXRow, opts vali
 			return &scenario.InputError{File: file, Key: key, Value: val, Msg: with + "selects no row; the file's " + what}
 		}
 	}
-	if opts.Backend != "all" && !slices.ContainsFunc(rows, func(r validate.InferenceXRow) bool { return r.Backend == opts.Backend }) {
+	if opts.Backend != "all" && !slices.ContainsFunc(rows, func(r inferencex.Row) bool { return r.Backend == opts.Backend }) {
 		return &scenario.InputError{File: file, Key: "--backend", Value: opts.Backend,
-			Msg: "selects no row; the file's backends: " + distinct(func(r *validate.InferenceXRow) string { return r.Backend }) + " (or all)"}
+			Msg: "selects no row; the file's backends: " + distinct(func(r *inferencex.Row) string { return r.Backend }) + " (or all)"}
 	}
 	return nil
 }
