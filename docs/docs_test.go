@@ -4,6 +4,8 @@
 package docs
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -109,4 +111,98 @@ func TestRelativeLinksResolve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// module is the repository's Go module path.
+const module = "blis"
+
+// TestArchitectureTableIsTrue checks docs/architecture.md's package table
+// against the code: every package is listed, and no package imports one
+// listed above it.
+func TestArchitectureTableIsTrue(t *testing.T) {
+	data, err := os.ReadFile("architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows of the packages table: | layer | `pkg`, `pkg/...` | job |
+	var rows [][]string
+	inTable := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "| layer | package |") {
+			inTable = true
+			continue
+		}
+		if inTable && !strings.HasPrefix(l, "|") {
+			break
+		}
+		cells := strings.Split(l, "|")
+		if !inTable || len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+			continue
+		}
+		var pats []string
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cells[2], -1) {
+			pats = append(pats, m[1])
+		}
+		rows = append(rows, pats)
+	}
+	if len(rows) == 0 {
+		t.Fatal("no package table in architecture.md")
+	}
+	rowOf := func(pkg string) int {
+		best, bestLen := -1, -1
+		for i, pats := range rows {
+			for _, p := range pats {
+				exact := p == pkg
+				prefix := strings.HasSuffix(p, "/...") && strings.HasPrefix(pkg+"/", strings.TrimSuffix(p, "..."))
+				if (exact || prefix) && len(p) > bestLen {
+					best, bestLen = i, len(p)
+				}
+			}
+		}
+		return best
+	}
+	for pkg, imports := range packageImports(t) {
+		r := rowOf(pkg)
+		if r < 0 {
+			t.Errorf("package %s is not in architecture.md's package table", pkg)
+			continue
+		}
+		for _, imp := range imports {
+			if ri := rowOf(imp); ri >= 0 && ri < r {
+				t.Errorf("architecture.md lists %s above %s, but %s imports it", imp, pkg, pkg)
+			}
+		}
+	}
+}
+
+// packageImports maps every package of the module (its directory relative
+// to the repository) to the module's packages its non-test files import.
+func packageImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	for _, p := range files(t, ".go") {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := filepath.Rel(root, filepath.Dir(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.ToSlash(dir)
+		if _, ok := out[dir]; !ok {
+			out[dir] = nil
+		}
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if rel, ok := strings.CutPrefix(path, module+"/"); ok {
+				out[dir] = append(out[dir], rel)
+			}
+		}
+	}
+	return out
 }
