@@ -137,12 +137,10 @@ type Scenario struct {
 // --random-range-ratio 0, --num-prompts 1000 (NumPrompts 0 here: the
 // dataset's own count, 1000 for the datasets vllm bench samples, every record
 // of a trace), no --max-concurrency, --request-rate inf, --burstiness 1,
-// --num-warmups 0, --seed 0. BLIS's own apply only where
-// vLLM has none: the model (vLLM requires one) and the chip, the step model,
-// the frontend latency, aiperf's client settings (aiperf's defaults), and
-// the reported percentiles: BLIS prints P50, P90, P95 and P99 of TTFT, TPOT,
-// ITL and E2EL where vllm bench prints P99 of TTFT, TPOT and ITL (the
-// shared rows are the same numbers).
+// --num-warmups 0, --seed 0, --metric-percentiles 99, --percentile-metrics
+// ttft,tpot,itl. BLIS's own apply only where vLLM has none: the model (vLLM
+// requires one) and the chip, the step model, the frontend latency, and
+// aiperf's client settings (aiperf's defaults).
 func Defaults() Scenario {
 	return Scenario{
 		// vLLM ≥ 0.14 (vllm/config/vllm.py, SchedulerConfig.async_scheduling
@@ -167,8 +165,8 @@ func Defaults() Scenario {
 		RandomRangeStyle:  "current",
 		RequestRate:       math.Inf(1),
 		Burstiness:        1,
-		MetricPercentiles: []float64{50, 90, 95, 99},
-		PercentileMetrics: "ttft,tpot,itl,e2el",
+		MetricPercentiles: []float64{99},
+		PercentileMetrics: "ttft,tpot,itl",
 		Backend:           "openai",          // vllm bench serve --backend
 		Endpoint:          "/v1/completions", // vllm bench serve --endpoint
 		StepModel:         "auto",

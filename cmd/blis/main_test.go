@@ -71,7 +71,8 @@ func TestSavedResultIsDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	read := func(name string) []byte {
 		args := append([]string{"run", "--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", name,
-			"--request-rate", "20", "--random-range-ratio", "0.5", "--seed", "7"}, small...)
+			"--request-rate", "20", "--random-range-ratio", "0.5", "--seed", "7",
+			"--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99"}, small...)
 		if code, _, errOut := runCLI(t, args...); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
