@@ -13,40 +13,26 @@ import (
 )
 
 // FittedAssumptions are the fitted pricer's constants that no measured
-// kernel table gives: the CPU side of a step, the GPU's gaps between
-// piecewise graphs and the floor of small memory-bound kernels. Their values
-// and sources live in the catalog (catalog/stacks/vllm.yaml).
+// kernel table gives: the serving stack's host side of a step, the GPU's
+// gaps between piecewise graphs and the floor of small memory-bound kernels
+// (catalog.Stack, whose values and sources live in catalog/stacks/vllm.yaml),
+// and the largest captured batch. How each is used:
+//
+//   - HostStepGraphed: a step replayed as one full CUDA graph;
+//   - HostPiecewisePerLayer, PiecewiseGapPerLayer: per decoder layer of a
+//     step run as piecewise graphs (attention launched eagerly between one
+//     graph per layer: vLLM's PIECEWISE mode, and FULL_AND_PIECEWISE's
+//     mixed batches), on the CPU and as GPU idle time; an eager step pays
+//     the gaps too, having every boundary a piecewise one has;
+//   - HostStepEager: a fully eager step (--enforce-eager, or a batch above
+//     the largest capture size), never less than the piecewise step's host;
+//     each kernel's launch floor is in the laws' T0;
+//   - HostPerSampledToken: per row that produces a token;
+//   - ElementwiseFloor: the shortest memory-bound kernel; bytes beyond it
+//     move at the chip's HBM efficiency;
+//   - CustomAllReduceMaxBytes: larger all-reduces go to NCCL.
 type FittedAssumptions struct {
-	// HostStepGraphed is the engine's CPU time for a step replayed as one
-	// full CUDA graph (scheduling, input preparation, graph launch, output
-	// processing).
-	HostStepGraphed time.Duration
-	// HostPiecewisePerLayer is what a step run as piecewise CUDA graphs
-	// (attention launched eagerly between one graph per layer: vLLM's
-	// PIECEWISE mode, and FULL_AND_PIECEWISE's mixed batches) costs the CPU
-	// on top of HostStepGraphed, per decoder layer.
-	HostPiecewisePerLayer time.Duration
-	// PiecewiseGapPerLayer is the GPU's idle time per decoder layer in the
-	// same mode, when the GPU is the bottleneck: the graph launch and the
-	// eager attention kernels between graphs do not start back to back as
-	// inside one graph. An eager step pays it too: it has every boundary a
-	// piecewise one has.
-	PiecewiseGapPerLayer time.Duration
-	// HostStepEager is the same for a fully eager step (--enforce-eager, or
-	// a batch above the largest capture size), and never less than the
-	// piecewise step's (eager launches every kernel a piecewise graph
-	// holds); each kernel's launch floor is in the laws' T0.
-	HostStepEager time.Duration
-	// HostPerSampledToken is sampling, detokenisation and output handling
-	// per row that produces a token.
-	HostPerSampledToken time.Duration
-	// ElementwiseFloor is the shortest a memory-bound kernel (fused
-	// add+RMSNorm, RoPE, SiLU-and-mul, embedding gather) runs on the GPU.
-	// Bytes beyond it move at the chip's HBM efficiency.
-	ElementwiseFloor time.Duration
-	// CustomAllReduceMaxBytes is the largest all-reduce vLLM's custom
-	// all-reduce kernel handles; larger ones go to NCCL.
-	CustomAllReduceMaxBytes float64
+	catalog.Stack
 	// MaxCUDAGraphTokens is the largest captured batch; 0 means vLLM's
 	// default min(2 × max_num_seqs, 512) (vllm/config/compilation.py, v0.11+).
 	MaxCUDAGraphTokens int
@@ -59,15 +45,7 @@ func DefaultFittedAssumptions() (FittedAssumptions, error) {
 	if err != nil {
 		return FittedAssumptions{}, err
 	}
-	return FittedAssumptions{
-		HostStepGraphed:         s.HostStepGraphed,
-		HostPiecewisePerLayer:   s.HostPiecewisePerLayer,
-		PiecewiseGapPerLayer:    s.PiecewiseGapPerLayer,
-		HostStepEager:           s.HostStepEager,
-		HostPerSampledToken:     s.HostPerSampledToken,
-		ElementwiseFloor:        s.ElementwiseFloor,
-		CustomAllReduceMaxBytes: s.CustomAllReduceMaxBytes,
-	}, nil
+	return FittedAssumptions{Stack: *s}, nil
 }
 
 // rows say which of the step's tokens an operator runs on.
