@@ -2,6 +2,7 @@ package numpy
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -83,5 +84,56 @@ func TestPairwiseSum(t *testing.T) {
 	}
 	if got, want := Sum(a), 1e16+14; got != want {
 		t.Errorf("pairwise order: got %v, want %v", got, want)
+	}
+}
+
+// seqOf is a Seq over a slice.
+func seqOf(a []float64) Seq {
+	return Seq{N: len(a), Open: func() func() float64 {
+		i := 0
+		return func() float64 { i++; return a[i-1] }
+	}}
+}
+
+// A Seq gives the array functions' results bit for bit: sums and std in
+// order, order statistics from counted repeats or from the sorted values.
+func TestSeqMatchesArray(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 2, 7, 8, 9, 127, 128, 129, 1000, 4097, 300_000} {
+		for _, distinct := range []int{3, 1 << 30} {
+			a := make([]float64, n)
+			for i := range a {
+				a[i] = float64(r.IntN(distinct)) * 1.2345e-3
+				if distinct > 3 {
+					a[i] = r.ExpFloat64()
+				}
+			}
+			s := seqOf(a)
+			if n > 0 {
+				if got, want := s.Sum(), Sum(a); got != want {
+					t.Errorf("n=%d: Sum %v, want %v", n, got, want)
+				}
+				if got, want := s.Std(), Std(a); got != want {
+					t.Errorf("n=%d: Std %v, want %v", n, got, want)
+				}
+			}
+			srt := slices.Clone(a)
+			slices.Sort(srt)
+			st := s.Sort(nil)
+			if n == 0 {
+				continue
+			}
+			if got, want := st.Median(), MedianSorted(srt); got != want {
+				t.Errorf("n=%d distinct=%d: Median %v, want %v", n, distinct, got, want)
+			}
+			for _, p := range []float64{0, 1, 25, 50, 90, 99, 99.9, 100} {
+				if got, want := st.Percentile(p), PercentileSorted(srt, p); got != want {
+					t.Errorf("n=%d distinct=%d: P%v %v, want %v", n, distinct, p, got, want)
+				}
+			}
+			if st.At(0) != srt[0] || st.At(int64(n-1)) != srt[n-1] {
+				t.Errorf("n=%d: min/max wrong", n)
+			}
+		}
 	}
 }
