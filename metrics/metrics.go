@@ -24,4 +24,8 @@ type Record struct {
 	// ClientQueueTime is how long the request waited for a --max-concurrency
 	// slot before Sent (vLLM bench's client_queue_time); zero without a cap.
 	ClientQueueTime time.Duration
+	// Session and Turn place a multi-turn request in its conversation
+	// (workload.Request's SessionID and Turn); Session 0 means none.
+	Session uint64
+	Turn    int
 }

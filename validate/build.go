@@ -227,7 +227,6 @@ type fileLevel struct {
 	sc     scenario.Scenario
 	res    *scenario.Resolved
 	result *metrics.Result
-	turns  map[int64]cluster.SessionTurn
 	simErr error
 }
 
@@ -427,7 +426,7 @@ func (b *builder) fileArm(ai int, a *Arm) (*ArmPage, error) {
 		lp.KVTokens = x.res.Memory.KVTokens
 		if len(x.run.Requests) > 0 {
 			mReqs := ReqsFromMeasured(x.run)
-			bReqs := ReqsFromResult(x.result, turnsOf(x.turns))
+			bReqs := ReqsFromResult(x.result, turnsOf(x.result))
 			lp.meas, lp.blis = RecordValues(mReqs), RecordValues(bReqs)
 			po, err := PairRequests(mReqs, bReqs, a.PairBy)
 			if err != nil {
@@ -501,10 +500,17 @@ func neededForSimErr(err error) string {
 	return "BLIS accepting the deployment: " + err.Error()
 }
 
-func turnsOf(t map[int64]cluster.SessionTurn) func(int64) (string, int, bool) {
+// turnsOf gives each of r's requests its session and turn.
+func turnsOf(r *metrics.Result) func(int64) (string, int, bool) {
+	t := map[int64]*metrics.RequestResult{}
+	for i := range r.Requests {
+		if q := &r.Requests[i]; q.Session != 0 {
+			t[q.Index] = q
+		}
+	}
 	return func(i int64) (string, int, bool) {
-		if st, ok := t[i]; ok {
-			return strconv.FormatUint(st.Session, 10), st.Turn, true
+		if q, ok := t[i]; ok {
+			return strconv.FormatUint(q.Session, 10), q.Turn, true
 		}
 		// BLIS's exports write a request outside any session as its own
 		// conversation, numbered by its index, turn 0.
@@ -539,7 +545,6 @@ func simulateLevel(x *fileLevel) {
 		return
 	}
 	x.res = res
-	x.turns = out.Turns
 	x.result = rec.Summarize(metrics.SummaryInput{
 		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID,
 		NumPrompts: x.sc.NumPrompts, RequestRate: x.sc.RequestRate, Burstiness: x.sc.Burstiness,

@@ -716,7 +716,7 @@ func (b *builder) fileProbes(a *Arm, ap *ArmPage, lv []fileLevel) {
 // the page computes it: from records where the measured run has them.
 func fileBLISValues(x *fileLevel) Values {
 	if len(x.run.Requests) > 0 {
-		return RecordValues(ReqsFromResult(x.result, turnsOf(x.turns)))
+		return RecordValues(ReqsFromResult(x.result, turnsOf(x.result)))
 	}
 	return ResultValues(x.result)
 }

@@ -75,11 +75,12 @@ func TestRoundTrip(t *testing.T) {
 	// guidellm stores Unix float seconds: near 2026 a float64 resolves
 	// 2^-22 s ≈ 0.24 µs, so times come back within that, not exactly.
 	const tol = 500
-	// Requests are written successful first, then errored.
+	// Requests are written successful first, then errored, each in
+	// completion order.
 	var ordered metrics.Result = *res
 	ordered.Requests = nil
 	for _, ok := range []bool{true, false} {
-		for _, q := range res.Requests {
+		for _, q := range formattest.InSeq(res).Requests {
 			if q.Success == ok {
 				ordered.Requests = append(ordered.Requests, q)
 			}
@@ -179,4 +180,109 @@ func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 			Want: []string{ReportFile + ":", "$.benchmarks[0].metrics.requests_per_second.successful.mean", "want a number"}},
 		formattest.BadFile{What: "timings", Path: formattest.Mutate(t, dir, ReportFile, `"request_start": `, `"request_start": "soon", "x": `, 1),
 			Want: []string{ReportFile + ":", "$.benchmarks[0].requests.successful[0].info.timings.request_start", "want a number, got a string"}})
+}
+
+// refReq is a request entry built as a document (the reference appendReq
+// must match), with scheduler_start_time start.
+func refReq(q *glReq, start float64) *jsonx.Obj {
+	optFloat := func(v float64, ok bool) any {
+		if !ok {
+			return nil
+		}
+		return v
+	}
+	timings := jsonx.NewObj().
+		Set("targeted_start", q.queued).Set("queued", q.queued).
+		Set("dequeued", q.start).Set("scheduled_at", q.start).
+		Set("resolve_start", q.start).Set("request_start", q.start)
+	if q.hasTok {
+		timings.Set("first_request_iteration", q.first).Set("first_token_iteration", q.first).
+			Set("first_output_token_iteration", q.first).
+			Set("last_token_iteration", q.last).Set("last_request_iteration", q.last)
+	} else {
+		timings.Set("first_request_iteration", nil).Set("first_token_iteration", nil).
+			Set("first_output_token_iteration", nil).
+			Set("last_token_iteration", nil).Set("last_request_iteration", nil)
+	}
+	timings.Set("request_iterations", q.iters).Set("token_iterations", q.iters).
+		Set("request_end", q.end).Set("resolve_end", q.end).Set("finalized", q.end)
+	status := "completed"
+	var errMsg any
+	if q.errored {
+		status, errMsg = "errored", q.err
+	}
+	info := jsonx.NewObj().
+		Set("request_id", q.id).Set("conversation_id", q.conv).Set("turn_index", q.turn).
+		Set("status", status).Set("scheduler_node_id", 0).Set("scheduler_process_id", 0).
+		Set("scheduler_start_time", start).Set("timings", timings).
+		Set("error", errMsg).Set("traceback", nil).
+		Set("started_at", q.start).Set("completed_at", q.end)
+	in := jsonx.NewObj().Set("text_tokens", q.prompt).Set("cached_tokens", q.cached).Set("total_tokens", q.prompt)
+	out := jsonx.NewObj().Set("text_tokens", nil).Set("total_tokens", nil)
+	if q.hasOutput {
+		out = jsonx.NewObj().Set("text_tokens", q.output).Set("total_tokens", q.output)
+	}
+	o := jsonx.NewObj().
+		Set("type_", "generative_request_stats").
+		Set("request_id", q.id).Set("response_id", nil).Set("request_args", nil).Set("output", nil).
+		Set("info", info).Set("input_metrics", in).Set("output_metrics", out).
+		Set("request_start_time", q.start).Set("request_end_time", q.end).
+		Set("request_latency", q.latency()).Set("prompt_tokens", q.prompt)
+	if ot, ok := q.outputTokens(); ok {
+		o.Set("output_tokens", ot).Set("total_tokens", q.prompt+ot)
+	} else {
+		o.Set("output_tokens", nil).Set("total_tokens", q.prompt)
+	}
+	o.Set("time_to_first_token_ms", optFloat(q.ttftMS())).
+		Set("time_per_output_token_ms", optFloat(q.tpotMS())).
+		Set("inter_token_latency_ms", optFloat(q.itlMS()))
+	var tps, otps any
+	if lat := q.latency(); lat != 0 {
+		ot, ok := q.outputTokens()
+		tps = float64(q.prompt+ot) / lat
+		if ok {
+			otps = float64(ot) / lat
+		}
+	}
+	o.Set("tokens_per_second", tps).Set("output_tokens_per_second", otps).
+		Set("time_to_first_output_token_ms", optFloat(q.ttftMS())).
+		Set("iter_tokens_per_iteration", optFloat(q.iterTokensPerIteration())).
+		Set("output_tokens_per_iteration", optFloat(q.outputTokensPerIteration()))
+	return o
+}
+
+// The spooled entries are the documents of the tool's fields, byte for
+// byte (the sentinel filled in), and the Writer writes what Encode renders.
+func TestRequestEncoderMatchesDocument(t *testing.T) {
+	res, run := formattest.Result(t)
+	succ, errd := glRequests(res, &run)
+	for _, q := range append(succ, errd...) {
+		var want bytes.Buffer
+		jsonx.Encode(&want, []any{[]any{[]any{[]any{[]any{refReq(q, 1767225600.25)}}}}}, jsonx.PyIndent1)
+		e := jsonx.NewEnc(jsonx.PyIndent1, requestDepth)
+		appendReq(e, q, nil)
+		got := bytes.ReplaceAll(e.B, []byte{schedulerStartSentinel}, []byte("1767225600.25"))
+		if !bytes.Contains(want.Bytes(), got) {
+			t.Fatalf("request %s:\n%s\nnot in\n%s", q.id, got, want.Bytes())
+		}
+	}
+	want := Encode(res, &run)
+	dir := t.TempDir()
+	w := NewWriter(dir, run, true)
+	w.list = newLists(dir, 64) // spill to temporary files at once
+	for _, q := range formattest.InSeq(res).Requests {
+		if err := w.Request(&q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(res); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the Writer's report differs from Encode's (%v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".blis-spool-*")); len(left) != 0 {
+		t.Errorf("spool files left: %v", left)
+	}
 }
