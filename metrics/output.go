@@ -211,7 +211,7 @@ func NewJSONWriter(w io.Writer, opt JSONOptions) *JSONWriter {
 	col := func(key string, write func(b []byte, q *jsonRow) []byte) {
 		j.cols = append(j.cols, &jsonColumn{key: key, sp: spool.New(opt.TempDir, 0), write: write})
 	}
-	sec := func(b []byte, d time.Duration) []byte { return appendPyFloat(b, Seconds(d)) }
+	sec := func(b []byte, d time.Duration) []byte { return pytext.AppendFloatRatio(b, Seconds(d), int64(d), 9) }
 	if opt.Detailed {
 		col("input_lens", func(b []byte, q *jsonRow) []byte { return strconv.AppendInt(b, int64(q.in), 10) })
 		col("output_lens", func(b []byte, q *jsonRow) []byte { return strconv.AppendInt(b, int64(q.out), 10) })

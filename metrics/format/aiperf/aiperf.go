@@ -411,20 +411,30 @@ func appendRecord(e *jsonx.Enc, run *metrics.RunInfo, q *metrics.RequestResult) 
 		e.Str(unit)
 		e.EndObj()
 	}
+	// A whole number of ns in ms: the float nearest ns/1e6 as often as not.
+	msMetric := func(k string, ns int64) {
+		e.Key(k)
+		e.Obj()
+		e.Key("value")
+		e.FloatRatio(float64(ns)*msF, ns, 6)
+		e.Key("unit")
+		e.Str("ms")
+		e.EndObj()
+	}
 	if q.Success {
 		t := aiperfTimes(int64(q.TTFT), int64(q.Latency), q.OutputTokens)
 		intMetric("input_sequence_length", int64(q.InputTokens), "tokens")
-		floatMetric("time_to_first_token", t.ttft*msF, "ms")
-		floatMetric("request_latency", t.latency*msF, "ms")
+		msMetric("time_to_first_token", int64(q.TTFT))
+		msMetric("request_latency", int64(q.Latency))
 		intMetric("output_token_count", int64(q.OutputTokens), "tokens")
 		if len(q.ITLs) > 0 {
-			floatMetric("time_to_second_token", float64(q.ITLs[0])*msF, "ms")
+			msMetric("time_to_second_token", int64(q.ITLs[0]))
 			e.Key("inter_chunk_latency")
 			e.Obj()
 			e.Key("value")
 			e.Arr()
 			for _, g := range q.ITLs {
-				e.Float(float64(g) * msF)
+				e.FloatRatio(float64(g)*msF, int64(g), 6)
 			}
 			e.EndArr()
 			e.Key("unit")

@@ -135,55 +135,46 @@ func (q *glReq) promptTiming() wv {
 	return wv{t, float64(q.prompt)}
 }
 
-// linspace is numpy's linspace(start, stop, num) (endpoint=True).
-func linspace(start, stop float64, num int) []float64 {
-	y := make([]float64, num)
-	if num == 0 {
-		return y
-	}
-	div := float64(num - 1)
-	delta := stop - start
-	step := delta / div
-	for i := range y {
-		if step == 0 || num == 1 {
-			y[i] = float64(i)/div*delta + start
-		} else {
-			y[i] = float64(i)*step + start
-		}
-	}
-	if num > 1 {
-		y[num-1] = stop
-	}
-	return y
-}
-
-func (q *glReq) iterTimings() []wv {
+// appendIterTimings appends iter_tokens_timings: the iterations after the
+// first, at linspace(first, last, iters)[1:], each with the tokens per
+// iteration after the first.
+func (q *glReq) appendIterTimings(dst []wv) []wv {
 	tpi, ok := q.iterTokensPerIteration()
 	if !q.hasTok || !ok || q.iters <= 1 {
-		return nil
+		return dst
 	}
-	ts := linspace(q.first, q.last, q.iters)[1:]
-	out := make([]wv, len(ts))
-	for i, t := range ts {
-		out[i] = wv{t, tpi}
+	// linspace's values, computed as numpy computes them, without the array.
+	num := q.iters
+	div := float64(num - 1)
+	delta := q.last - q.first
+	step := delta / div
+	for i := 1; i < num-1; i++ {
+		var t float64
+		if step == 0 {
+			t = float64(i)/div*delta + q.first
+		} else {
+			t = float64(i)*step + q.first
+		}
+		dst = append(dst, wv{t, tpi})
 	}
-	return out
+	return append(dst, wv{q.last, tpi})
 }
 
-func (q *glReq) outputTimings() []wv {
+// appendOutputTimings appends output_tokens_timings.
+func (q *glReq) appendOutputTimings(dst []wv) []wv {
 	out, _ := q.outputTokens()
 	if !q.hasTok || q.iters <= 1 {
 		t := q.end
 		if q.hasTok {
 			t = q.last
 		}
-		return []wv{{t, float64(out)}}
+		return append(dst, wv{t, float64(out)})
 	}
 	first := 0.0
 	if out != 0 {
 		first = 1
 	}
-	return append([]wv{{q.first, first}}, q.iterTimings()...)
+	return q.appendIterTimings(append(dst, wv{q.first, first}))
 }
 
 // newGLReq is one request's stats; detailed says its chunk gaps were
@@ -254,30 +245,53 @@ func glWindow(succ, errd []*glReq) (float64, float64, bool) {
 
 // glMetrics compiles GenerativeMetrics in the report's key order.
 func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
-	vals := func(fn func(q *glReq) []wv) glStatus {
-		collect := func(l []*glReq) []wv {
-			var out []wv
-			for _, q := range l {
-				out = append(out, fn(q)...)
-			}
-			return out
+	// The scratch arrays sized once, for the largest distribution
+	// (tokens_per_second: every iteration, a prompt entry and a first
+	// token per request, and the window's two ends).
+	most := 2
+	for _, l := range [][]*glReq{succ, errd} {
+		for _, q := range l {
+			most += max(q.iters, 0) + 2
 		}
-		return glStatusValues(collect(succ), collect(errd))
 	}
-	rate := func(fn func(q *glReq) []wv, window bool) glStatus {
-		collect := func(l []*glReq) []wv {
-			var out []wv
+	sc := &scratch{}
+	grow(&sc.sortTmp, most)
+	grow(&sc.wt, most)
+	grow(&sc.items, most)
+	// Each distribution's values, request by request, appended to one
+	// list per status, sized up front: one value per request (perRequest
+	// 1), or one per iteration and one more (perRequest 2).
+	// The lists go to two buffers reused from one distribution to the next
+	// (each distribution copies what it keeps).
+	var succBuf, errdBuf []wv
+	collect := func(l []*glReq, perRequest int, fn func(dst []wv, q *glReq) []wv, buf *[]wv) []wv {
+		n := len(l)
+		if perRequest > 1 {
 			for _, q := range l {
-				out = append(out, fn(q)...)
+				n += max(q.iters, 0)
 			}
-			return out
 		}
+		out := grow(buf, n)[:0]
+		for _, q := range l {
+			out = fn(out, q)
+		}
+		return out
+	}
+	// vals and rate take one value per request (perRequest 1) or one per
+	// iteration (perRequest 2: the iterations and a first or prompt entry).
+	vals := func(perRequest int, fn func(dst []wv, q *glReq) []wv) glStatus {
+		return glStatusValues(collect(succ, perRequest, fn, &succBuf), collect(errd, perRequest, fn, &errdBuf), sc)
+	}
+	rate := func(perRequest int, fn func(dst []wv, q *glReq) []wv, window bool) glStatus {
+		s, e := collect(succ, perRequest, fn, &succBuf), collect(errd, perRequest, fn, &errdBuf)
 		if window {
-			return glStatusRate(collect(succ), collect(errd), &start, &end)
+			return glStatusRate(s, e, &start, &end, sc)
 		}
-		return glStatusRate(collect(succ), collect(errd), nil, nil)
+		return glStatusRate(s, e, nil, nil, sc)
 	}
-	one := func(v float64, _ bool) []wv { return []wv{{v, 1}} }
+	one := func(f func(q *glReq) float64) func(dst []wv, q *glReq) []wv {
+		return func(dst []wv, q *glReq) []wv { return append(dst, wv{f(q), 1}) }
+	}
 	orZero := func(v float64, ok bool) float64 {
 		if !ok {
 			return 0
@@ -297,42 +311,48 @@ func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
 	}
 	var ms []glMetric
 	add := func(name string, st glStatus) { ms = append(ms, glMetric{name, st}) }
-	add("requests_per_second", rate(func(q *glReq) []wv { return []wv{{q.end, 1}} }, true))
+	add("requests_per_second", rate(1, func(dst []wv, q *glReq) []wv { return append(dst, wv{q.end, 1}) }, true))
 	add("request_concurrency", glStatusConcurrency(intervals(succ), intervals(errd), &start, &end))
-	add("request_latency", vals(func(q *glReq) []wv { return one(q.latency(), true) }))
-	add("request_streaming_iterations_count", vals(func(q *glReq) []wv { return one(float64(q.iters), true) }))
-	add("prompt_token_count", vals(func(q *glReq) []wv { return one(float64(q.prompt), true) }))
-	add("output_token_count", vals(func(q *glReq) []wv { return one(outTok(q), true) }))
-	add("total_token_count", vals(func(q *glReq) []wv { return one(float64(q.prompt)+outTok(q), true) }))
-	add("time_to_first_token_ms", vals(func(q *glReq) []wv { return one(orZero(q.ttftMS()), true) }))
-	add("time_to_first_output_token_ms", vals(func(q *glReq) []wv { return one(orZero(q.ttftMS()), true) }))
-	add("time_per_output_token_ms", vals(func(q *glReq) []wv { return []wv{{orZero(q.tpotMS()), outTok(q)}} }))
-	add("inter_token_latency_ms", vals(func(q *glReq) []wv {
+	add("request_latency", vals(1, one(func(q *glReq) float64 { return q.latency() })))
+	add("request_streaming_iterations_count", vals(1, one(func(q *glReq) float64 { return float64(q.iters) })))
+	add("prompt_token_count", vals(1, one(func(q *glReq) float64 { return float64(q.prompt) })))
+	add("output_token_count", vals(1, one(outTok)))
+	add("total_token_count", vals(1, one(func(q *glReq) float64 { return float64(q.prompt) + outTok(q) })))
+	add("time_to_first_token_ms", vals(1, one(func(q *glReq) float64 { return orZero(q.ttftMS()) })))
+	add("time_to_first_output_token_ms", vals(1, one(func(q *glReq) float64 { return orZero(q.ttftMS()) })))
+	add("time_per_output_token_ms", vals(1, func(dst []wv, q *glReq) []wv {
+		return append(dst, wv{orZero(q.tpotMS()), outTok(q)})
+	}))
+	add("inter_token_latency_ms", vals(1, func(dst []wv, q *glReq) []wv {
 		o, ok := q.outputTokens()
 		w := 1.0
 		if ok && o != 0 {
 			w = float64(o)
 		}
-		return []wv{{orZero(q.itlMS()), w - 1.0}}
+		return append(dst, wv{orZero(q.itlMS()), w - 1.0})
 	}))
-	add("time_to_last_round_trip_ms", vals(func(q *glReq) []wv { return one(0, true) }))
-	add("avg_round_trip_time_ms", vals(func(q *glReq) []wv { return one(0, true) }))
-	add("prompt_tokens_per_second", rate(func(q *glReq) []wv { return []wv{q.promptTiming()} }, false))
-	add("output_tokens_per_second", rate(func(q *glReq) []wv { return q.outputTimings() }, false))
-	add("tokens_per_second", rate(func(q *glReq) []wv { return append([]wv{q.promptTiming()}, q.outputTimings()...) }, false))
-	add("output_tokens_per_iteration", vals(func(q *glReq) []wv {
-		var out []wv
-		for _, t := range q.outputTimings() {
-			out = append(out, wv{t.w, 1})
+	add("time_to_last_round_trip_ms", vals(1, one(func(q *glReq) float64 { return 0 })))
+	add("avg_round_trip_time_ms", vals(1, one(func(q *glReq) float64 { return 0 })))
+	add("prompt_tokens_per_second", rate(1, func(dst []wv, q *glReq) []wv { return append(dst, q.promptTiming()) }, false))
+	add("output_tokens_per_second", rate(2, func(dst []wv, q *glReq) []wv { return q.appendOutputTimings(dst) }, false))
+	add("tokens_per_second", rate(2, func(dst []wv, q *glReq) []wv {
+		return q.appendOutputTimings(append(dst, q.promptTiming()))
+	}, false))
+	add("output_tokens_per_iteration", vals(2, func(dst []wv, q *glReq) []wv {
+		n := len(dst)
+		dst = q.appendOutputTimings(dst)
+		for i := n; i < len(dst); i++ {
+			dst[i] = wv{dst[i].w, 1}
 		}
-		return out
+		return dst
 	}))
-	add("iter_tokens_per_iteration", vals(func(q *glReq) []wv {
-		var out []wv
-		for _, t := range q.iterTimings() {
-			out = append(out, wv{t.w, 1})
+	add("iter_tokens_per_iteration", vals(2, func(dst []wv, q *glReq) []wv {
+		n := len(dst)
+		dst = q.appendIterTimings(dst)
+		for i := n; i < len(dst); i++ {
+			dst[i] = wv{dst[i].w, 1}
 		}
-		return out
+		return dst
 	}))
 	return ms
 }

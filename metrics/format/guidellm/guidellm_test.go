@@ -2,6 +2,8 @@ package guidellm
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,7 +161,7 @@ func TestStatisticsReproduceFixture(t *testing.T) {
 		t.Errorf("empty %+v", z)
 	}
 	// Merging: times within 0.1 ms of a group's first join it.
-	got := glMerge([]wv{{1, 1}, {1, 2}, {1.00005, 1}, {1.0002, 1}, {2, 1}}, glThreshold)
+	got := glMerge([]wv{{1, 1}, {1, 2}, {1.00005, 1}, {1.0002, 1}, {2, 1}}, glThreshold, nil)
 	if want := []wv{{1, 4}, {1.0002, 1}, {2, 1}}; !slices.Equal(got, want) {
 		t.Errorf("merge %v, want %v", got, want)
 	}
@@ -284,5 +286,110 @@ func TestRequestEncoderMatchesDocument(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".blis-spool-*")); len(left) != 0 {
 		t.Errorf("spool files left: %v", left)
+	}
+}
+
+// sortByTime orders as a stable sort by value does, ties (0 and -0
+// included) in their input order.
+func TestSortByTimeIsStable(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 10, 255, 256, 1000, 50_000} {
+		x := make([]wv, n)
+		for i := range x {
+			switch r.IntN(4) {
+			case 0:
+				x[i].v = float64(r.IntN(5)) // ties
+			case 1:
+				x[i].v = math.Copysign(0, -1)
+			case 2:
+				x[i].v = -r.Float64() * 1e3
+			default:
+				x[i].v = 1.767e9 + r.Float64()
+			}
+			x[i].w = float64(i) // the input position
+		}
+		want := slices.Clone(x)
+		slices.SortStableFunc(want, func(a, b wv) int { return cmpValue(a.v, b.v) })
+		sortByTime(x, nil)
+		for i := range x {
+			if x[i].w != want[i].w {
+				t.Fatalf("n=%d: position %d holds input %v, want %v", n, i, x[i].w, want[i].w)
+			}
+		}
+	}
+}
+
+// linspace is numpy's linspace(start, stop, num) (endpoint=True), the
+// reference appendIterTimings computes without an array.
+func linspace(start, stop float64, num int) []float64 {
+	y := make([]float64, num)
+	if num == 0 {
+		return y
+	}
+	div := float64(num - 1)
+	delta := stop - start
+	step := delta / div
+	for i := range y {
+		if step == 0 || num == 1 {
+			y[i] = float64(i)/div*delta + start
+		} else {
+			y[i] = float64(i)*step + start
+		}
+	}
+	if num > 1 {
+		y[num-1] = stop
+	}
+	return y
+}
+
+func TestIterTimingsAreLinspace(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for range 2000 {
+		first := 1.767e9 + r.Float64()*100
+		q := glReq{hasTok: true, first: first, last: first + r.Float64()*float64(r.IntN(3)),
+			iters: 1 + r.IntN(300), hasOutput: true}
+		q.output = q.iters + r.IntN(3)
+		got := q.appendIterTimings(nil)
+		tpi, ok := q.iterTokensPerIteration()
+		if q.iters <= 1 || !ok {
+			if len(got) != 0 {
+				t.Fatalf("%+v: %d timings, want none", q, len(got))
+			}
+			continue
+		}
+		want := linspace(q.first, q.last, q.iters)[1:]
+		if len(got) != len(want) {
+			t.Fatalf("%d timings, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != (wv{want[i], tpi}) {
+				t.Fatalf("%+v: timing %d = %v, want %v", q, i, got[i], wv{want[i], tpi})
+			}
+		}
+	}
+}
+
+// BenchmarkMetrics compiles the report's metrics for a Mooncake-sized run:
+// 12,000 requests streaming 4 million chunks in all.
+//
+//	go test ./metrics/format/guidellm -run '^$' -bench Metrics -benchmem
+func BenchmarkMetrics(b *testing.B) {
+	r := rand.New(rand.NewPCG(19, 20))
+	var succ []*glReq
+	t := 1.767e9
+	for range 12000 {
+		t += r.ExpFloat64() * 0.3
+		q := &glReq{hasTok: true, hasOutput: true, start: t, queued: t, prompt: 1000 + r.IntN(20000)}
+		q.first = t + 0.05 + r.Float64()
+		q.iters = 1 + r.IntN(680)
+		q.output = q.iters
+		q.last = q.first + float64(q.iters)*0.02*(1+r.Float64())
+		q.end = q.last
+		succ = append(succ, q)
+	}
+	start, end, _ := glWindow(succ, nil)
+	b.ReportAllocs()
+	for range b.N {
+		glMetrics(succ, nil, start, end)
 	}
 }

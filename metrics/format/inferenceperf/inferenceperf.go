@@ -108,6 +108,8 @@ type ipReq struct {
 	out                   int
 	chunkTimes            []float64
 	tokenTimes            []float64
+	startNS, endNS        int64   // start and end, ns (start and end are these in seconds)
+	chunkNS               []int64 // chunkTimes in ns
 	errType, errMsg       string
 	request               string
 }
@@ -151,7 +153,8 @@ func ipBody(model string, out int) string {
 
 // fill sets q to the record of p, reusing q's slices.
 func (q *ipReq) fill(p *metrics.RequestResult, run *metrics.RunInfo, body string) {
-	*q = ipReq{chunkTimes: q.chunkTimes[:0], tokenTimes: q.tokenTimes[:0],
+	*q = ipReq{chunkTimes: q.chunkTimes[:0], tokenTimes: q.tokenTimes[:0], chunkNS: q.chunkNS[:0],
+		startNS: int64(p.Start), endNS: int64(p.End),
 		start: metrics.Seconds(p.Start), end: metrics.Seconds(p.End), scheduled: metrics.Seconds(p.Start - p.QueueTime),
 		input: p.InputTokens, cached: p.CachedTokens, ok: p.Success, request: body}
 	if run.MultiTurn {
@@ -165,9 +168,11 @@ func (q *ipReq) fill(p *metrics.RequestResult, run *metrics.RunInfo, body string
 	q.out = p.OutputTokens
 	t := p.Start + p.TTFT
 	q.chunkTimes = append(q.chunkTimes, metrics.Seconds(t))
+	q.chunkNS = append(q.chunkNS, int64(t))
 	for _, g := range p.ITLs {
 		t += g
 		q.chunkTimes = append(q.chunkTimes, metrics.Seconds(t))
+		q.chunkNS = append(q.chunkNS, int64(t))
 	}
 	// Spread the tokens: chunk j carries ceil((j+1)k/n) − ceil(jk/n).
 	n, k := len(q.chunkTimes), p.OutputTokens
@@ -193,7 +198,11 @@ type aggregator struct {
 	msgs   []string
 	msgID  map[string]int64
 	q      ipReq
+	sizes  ipSizes
 }
+
+// ipSizes counts what the summary's value lists will hold, to size them.
+type ipSizes struct{ ok, failed, tokens int }
 
 func newAggregator(run *metrics.RunInfo, model string) *aggregator {
 	return &aggregator{run: run, model: model, bodies: map[int]string{}, msgID: map[string]int64{}}
@@ -220,6 +229,8 @@ func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
 	l.Uint(uint64(p.Session))
 	l.Int(int64(p.Turn))
 	if p.Success {
+		a.sizes.ok++
+		a.sizes.tokens += p.OutputTokens
 		l.Int(-1)
 		l.Int(int64(p.TTFT))
 		l.Int(int64(len(p.ITLs)))
@@ -227,6 +238,7 @@ func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
 			l.Int(int64(g))
 		}
 	} else {
+		a.sizes.failed++
 		id, ok := a.msgID[p.Error]
 		if !ok {
 			id = int64(len(a.msgs))
@@ -429,16 +441,19 @@ func (ec *errorCounts) obj() *jsonx.Obj {
 }
 
 // ipSummary is summarize_requests over the n requests each visits
-// (n > 0); stageRate and concurrency are the stage's (per-stage reports),
-// nil for the summary.
-func ipSummary(each func(fn func(q *ipReq)), n int, stageRate *float64, concurrency *int) *jsonx.Obj {
+// (n > 0), for the summary (stageRate and concurrency nil) or a stage's
+// report (its rate and concurrency): the two differ only in the load
+// summary, so the requests are summarised once for both.
+func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate *float64, concurrency *int) *jsonx.Obj {
 	nSucc, nFailed := 0, 0
 	minStart, maxStart, maxEnd := math.Inf(1), math.Inf(-1), math.Inf(-1)
-	var delays []float64
-	var lat, ntpot, tpot, ttft, itl, sizes, outLen, outTok, zeros []float64
+	list := func(n int) []float64 { return make([]float64, 0, n) }
+	delays := list(n)
+	lat, ntpot, tpot, ttft := list(size.ok), list(size.ok), list(size.ok), list(size.ok)
+	itl, sizes, outLen, outTok, zeros := list(size.tokens), list(size.ok), list(size.ok), list(size.ok), list(size.ok)
 	var inSum, outSum float64
-	var succPrompt, failPrompt promptTokens
-	var failLat []float64
+	succPrompt, failPrompt := promptTokens{per: list(size.ok)}, promptTokens{per: list(size.failed)}
+	failLat := list(size.failed)
 	var errs errorCounts
 	each(func(q *ipReq) {
 		minStart, maxStart, maxEnd = min(minStart, q.start), max(maxStart, q.start), max(maxEnd, q.end)
@@ -476,18 +491,7 @@ func ipSummary(each func(fn func(q *ipReq)), n int, stageRate *float64, concurre
 		succPrompt.add(q)
 	})
 	total := maxEnd - minStart
-	load := jsonx.NewObj().Set("count", n).Set("schedule_delay", orNil(ipSummarize(delays)))
-	if stageRate != nil {
-		send := maxStart - minStart
-		achieved := 0.0
-		if send > 0 {
-			achieved = float64(n) / send
-		}
-		load.Set("send_duration", send).Set("requested_rate", *stageRate).Set("achieved_rate", achieved)
-		if concurrency != nil {
-			load.Set("concurrency", *concurrency)
-		}
-	}
+	scheduleDelay := orNil(ipSummarize(delays))
 
 	rate := func(x float64) float64 {
 		if total > 0 {
@@ -535,11 +539,25 @@ func ipSummary(each func(fn func(q *ipReq)), n int, stageRate *float64, concurre
 		Set("request_latency", orNil(ipSummarize(failLat))).
 		Set("prompt_tokens", failPrompt.obj()).
 		Set("by_label", errs.obj())
-	return jsonx.NewObj().
-		Set("benchmark_time_seconds", total).
-		Set("load_summary", load).
-		Set("successes", successes).
-		Set("failures", failures)
+	return func(stageRate *float64, concurrency *int) *jsonx.Obj {
+		load := jsonx.NewObj().Set("count", n).Set("schedule_delay", scheduleDelay)
+		if stageRate != nil {
+			send := maxStart - minStart
+			achieved := 0.0
+			if send > 0 {
+				achieved = float64(n) / send
+			}
+			load.Set("send_duration", send).Set("requested_rate", *stageRate).Set("achieved_rate", achieved)
+			if concurrency != nil {
+				load.Set("concurrency", *concurrency)
+			}
+		}
+		return jsonx.NewObj().
+			Set("benchmark_time_seconds", total).
+			Set("load_summary", load).
+			Set("successes", successes).
+			Set("failures", failures)
+	}
 }
 
 // appendEntry writes build_per_request_lifecycle_entry with the default
@@ -547,9 +565,9 @@ func ipSummary(each func(fn func(q *ipReq)), n int, stageRate *float64, concurre
 func appendEntry(e *jsonx.Enc, q *ipReq) {
 	e.Obj()
 	e.Key("start_time")
-	e.Float(q.start)
+	e.FloatRatio(q.start, q.startNS, 9)
 	e.Key("end_time")
-	e.Float(q.end)
+	e.FloatRatio(q.end, q.endNS, 9)
 	if q.hasSession {
 		e.Key("session_id")
 		e.Str(q.session)
@@ -594,13 +612,21 @@ func appendEntry(e *jsonx.Enc, q *ipReq) {
 		e.Key("response_chunks")
 		e.Arr()
 		e.EndArr()
-		for _, l := range []struct {
-			k string
-			v []float64
-		}{{"chunk_times", q.chunkTimes}, {"output_token_times", q.tokenTimes}} {
-			e.Key(l.k)
+		e.Key("chunk_times")
+		from := len(e.B)
+		e.Arr()
+		for j, t := range q.chunkTimes {
+			e.FloatRatio(t, q.chunkNS[j], 9)
+		}
+		e.EndArr()
+		to := len(e.B)
+		e.Key("output_token_times")
+		if len(q.tokenTimes) == len(q.chunkTimes) {
+			// One token per chunk: the same times, the same text.
+			e.Raw(e.B[from:to:to])
+		} else {
 			e.Arr()
-			for _, t := range l.v {
+			for _, t := range q.tokenTimes {
 				e.Float(t)
 			}
 			e.EndArr()
@@ -740,7 +766,8 @@ func (a *aggregator) reports(r *metrics.Result) (summary, stage []byte) {
 		jsonx.Encode(&b, v, jsonx.PyIndent2)
 		return b.Bytes()
 	}
-	summary = enc(ipSummary(a.each, a.n, nil, nil))
+	doc := ipSummary(a.each, a.n, a.sizes)
+	summary = enc(doc(nil, nil))
 	var rate *float64
 	if !math.IsInf(r.RequestRate, 0) && !math.IsNaN(r.RequestRate) && r.RequestRate > 0 {
 		rate = &r.RequestRate
@@ -749,7 +776,7 @@ func (a *aggregator) reports(r *metrics.Result) (summary, stage []byte) {
 	if rate != nil && r.MaxConcurrency > 0 {
 		conc = &r.MaxConcurrency
 	}
-	return summary, enc(ipSummary(a.each, a.n, rate, conc))
+	return summary, enc(doc(rate, conc))
 }
 
 // Encode renders the report files of r's requests (in completion order):
@@ -781,7 +808,7 @@ func encodeIPSummary(r *metrics.Result, run *metrics.RunInfo) []byte {
 		a.record(p)
 	}
 	var b bytes.Buffer
-	jsonx.Encode(&b, ipSummary(a.each, a.n, nil, nil), jsonx.PyIndent2)
+	jsonx.Encode(&b, ipSummary(a.each, a.n, a.sizes)(nil, nil), jsonx.PyIndent2)
 	return b.Bytes()
 }
 

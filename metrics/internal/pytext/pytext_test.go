@@ -154,3 +154,47 @@ func TestAppendAllocationFree(t *testing.T) {
 		t.Errorf("AppendFloat and AppendJSONString allocate %v times per call, want 0", n)
 	}
 }
+
+// The ratio path writes exactly what AppendFloat writes.
+func TestAppendFloatRatio(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for range 300_000 {
+		var n int64
+		switch r.IntN(4) {
+		case 0:
+			n = r.Int64N(100_000_000) // a gap in ns
+		case 1:
+			n = r.Int64N(1 << 53)
+		case 2:
+			n = r.Int64N(10_000) * 1_000_000 // round milliseconds
+		default:
+			n = r.Int64N(4_000_000_000_000) // hours of simulated time
+		}
+		for _, scale := range []int{6, 9} {
+			x := float64(n) / pow10[scale]
+			if got, want := string(AppendFloatRatio(nil, x, n, scale)), refFloat(x); got != want {
+				t.Fatalf("AppendFloatRatio(%d/1e%d) = %s, want %s", n, scale, got, want)
+			}
+			// x need not be the ratio: then AppendFloat's path is taken.
+			y := float64(n) * (1 / pow10[scale])
+			if got, want := string(AppendFloatRatio(nil, y, n, scale)), refFloat(y); got != want {
+				t.Fatalf("AppendFloatRatio(%v for %d/1e%d) = %s, want %s", y, n, scale, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkAppendFloat(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	b.Run("strconv", func(b *testing.B) {
+		for i := range b.N {
+			buf = AppendFloat(buf[:0], float64(1_234_567_891+i)/1e9)
+		}
+	})
+	b.Run("ratio", func(b *testing.B) {
+		for i := range b.N {
+			n := int64(1_234_567_891 + i)
+			buf = AppendFloatRatio(buf[:0], float64(n)/1e9, n, 9)
+		}
+	})
+}

@@ -98,6 +98,17 @@ func (e *Enc) Float(v float64) {
 	e.B = e.st.Float(e.B, v)
 }
 
+// FloatRatio writes x, the float nearest n/10^scale (a time in ns as
+// seconds or milliseconds), as Float would, faster.
+func (e *Enc) FloatRatio(x float64, n int64, scale int) {
+	e.before()
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		e.B = append(e.B, "null"...)
+		return
+	}
+	e.B = e.st.FloatRatio(e.B, x, n, scale)
+}
+
 // Str writes a string.
 func (e *Enc) Str(s string) {
 	e.before()

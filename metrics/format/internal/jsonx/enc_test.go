@@ -184,3 +184,18 @@ func TestEncAllocationFree(t *testing.T) {
 		t.Errorf("Enc allocates %v times per record, want 0", n)
 	}
 }
+
+func TestOrjsonFloatRatio(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for range 200_000 {
+		n := r.Int64N(1 << uint(r.IntN(54)))
+		for _, scale := range []int{3, 6, 9} {
+			p := math.Pow(10, float64(scale))
+			for _, x := range []float64{float64(n) / p, float64(n) * (1 / p)} {
+				if got, want := string(AppendOrjsonFloatRatio(nil, x, n, scale)), refOrjsonFloat(x); got != want {
+					t.Fatalf("AppendOrjsonFloatRatio(%v, %d/1e%d) = %s, want %s", x, n, scale, got, want)
+				}
+			}
+		}
+	}
+}
