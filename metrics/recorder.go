@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"blis/metrics/internal/reorder"
+	"blis/metrics/internal/vlog"
 )
 
 // Percentile metrics vLLM bench can report (its --percentile-metrics names),
@@ -63,6 +64,11 @@ type RecorderOptions struct {
 	// nothing per request beyond the compact values its statistics need;
 	// the Sinks are then the only per-request output.
 	OmitRequests bool
+	// TempDir, when set, is where those values go beyond 4 MiB (a
+	// temporary file, removed by Close), so that a run of any length
+	// holds only what is in flight; "" keeps them in memory, about 10
+	// bytes per completed request.
+	TempDir string
 }
 
 // Recorder collects what the simulated benchmark client measures. The
@@ -124,6 +130,9 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 	}
 	if len(r.percentiles) == 0 {
 		r.percentiles = DefaultPercentiles()
+	}
+	if opts.TempDir != "" {
+		r.stats.rows.log.Spill(opts.TempDir, vlog.MemLimit)
 	}
 	for _, p := range r.percentiles {
 		if !(p >= 0 && p <= 100) {
@@ -285,8 +294,17 @@ func (r *Recorder) Finish(rec Record) {
 	}
 }
 
-// Err is the first error a Sink returned.
-func (r *Recorder) Err() error { return r.err }
+// Err is the first error a Sink returned, or writing the spilled values.
+func (r *Recorder) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.stats.rows.log.Err()
+}
+
+// Close releases the file the recorder spilled to (see TempDir); Summarize
+// needs it, so Close comes after.
+func (r *Recorder) Close() error { return r.stats.rows.log.Close() }
 
 // requestResult is a finished request as the client reports it: vLLM
 // bench's RequestFuncOutput fields (ttft, latency, error) with BLIS's.
@@ -331,6 +349,7 @@ func finite(x float64) float64 {
 // outputs list is, since numpy's pairwise sums depend on the order.
 type requestStats struct {
 	completed, failed int
+	multiToken        int // completed with more than one output token (TPOT's count)
 	totalIn, totalOut int64
 	first, last       time.Duration // earliest send and latest end over all requests
 	order             reorder.Buffer[statRow]
@@ -352,6 +371,9 @@ func (s *requestStats) add(q *RequestResult) {
 	s.first, s.last = min(s.first, q.Start), max(s.last, q.End)
 	if q.Success {
 		s.completed++
+		if q.OutputTokens > 1 {
+			s.multiToken++
+		}
 		s.totalIn += int64(q.InputTokens)
 		s.totalOut += int64(q.OutputTokens)
 	} else {

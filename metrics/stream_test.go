@@ -390,3 +390,30 @@ func BenchmarkRecorderRequest(b *testing.B) {
 		r.Finish(Record{Index: i, Sent: time.Duration(i), FirstToken: time.Duration(i) + 10, Finish: time.Duration(i) + 9000, OutputTokens: 9})
 	}
 }
+
+// A recorder told a TempDir keeps 4 MiB of its values in memory and the
+// rest on disk, with the same summary; Close removes the file.
+func TestRecorderSpills(t *testing.T) {
+	dir := t.TempDir()
+	in := SummaryInput{Duration: time.Second, MaxConcurrency: 8, RequestRate: 3}
+	mem := simRun(t, RecorderOptions{OmitRequests: true}, 450_000, 8, 11)
+	disk := simRun(t, RecorderOptions{OmitRequests: true, TempDir: dir}, 450_000, 8, 11)
+	if got := disk.stats.rows.log.MemBytes(); got > 4<<20 {
+		t.Errorf("%d bytes in memory, want at most 4 MiB", got)
+	}
+	var a, b bytes.Buffer
+	WriteJSON(&a, mem.Summarize(in), false)
+	WriteJSON(&b, disk.Summarize(in), false)
+	if a.String() != b.String() {
+		t.Error("the spilled recorder's summary differs")
+	}
+	if err := disk.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := disk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("files left: %v", left)
+	}
+}

@@ -181,13 +181,17 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 
 	// The completed requests in Index order: the rows logged so far, then
 	// those still waiting for a lower index.
+	var held []statRow
+	st.order.Each(func(row statRow) {
+		if row.ok {
+			held = append(held, row)
+		}
+	})
 	each := func(fn func(row statRow)) {
 		st.rows.each(fn)
-		st.order.Each(func(row statRow) {
-			if row.ok {
-				fn(row)
-			}
-		})
+		for _, row := range held {
+			fn(row)
+		}
 	}
 
 	if slos := lastSLOs(in.Goodput); len(slos) > 0 {
@@ -223,30 +227,58 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		res.MaxConcurrentRequests = r.conc.result()
 	}
 
-	// One metric at a time through one buffer: memory is 8 bytes per
-	// completed request while the statistics are computed.
+	// Each metric is a sequence read from the rows, one pass per sum: no
+	// array of every value unless it is short (numpy.Seq.Order).
 	p := r.percentiles
-	buf := make([]float64, 0, res.Completed)
-	stat := func(value func(row statRow) (float64, bool)) Stat {
-		buf = buf[:0]
-		each(func(row statRow) {
-			if v, ok := value(row); ok {
-				buf = append(buf, v)
+	buf := numpy.Buffer(res.Completed)
+	stat := func(n int, value func(row statRow) (float64, bool)) Stat {
+		seq := numpy.Seq{N: n, Open: func() func() float64 {
+			rd := st.rows.log.Reader()
+			logged, h := st.rows.n, 0
+			return func() float64 {
+				for {
+					var row statRow
+					if logged > 0 {
+						row = st.rows.read(&rd)
+						logged--
+					} else {
+						row = held[h]
+						h++
+					}
+					if v, ok := value(row); ok {
+						return v
+					}
+				}
 			}
-		})
-		return msStat(valueStatsInPlace(buf, p))
+		}}
+		return msStat(seqStats(seq, p, buf))
 	}
-	res.TTFT = stat(func(row statRow) (float64, bool) { return Seconds(row.ttft), true })
-	res.TPOT = stat(func(row statRow) (float64, bool) {
+	res.TTFT = stat(res.Completed, func(row statRow) (float64, bool) { return Seconds(row.ttft), true })
+	res.TPOT = stat(st.multiToken, func(row statRow) (float64, bool) {
 		return tpotOf(Seconds(row.ttft), Seconds(row.lat), row.out), row.out > 1
 	})
-	res.E2EL = stat(func(row statRow) (float64, bool) { return Seconds(row.lat), true })
-	res.ClientQueueTime = stat(func(row statRow) (float64, bool) { return Seconds(row.queue), true })
-	res.E2ELIncludingClientQueue = stat(func(row statRow) (float64, bool) {
+	res.E2EL = stat(res.Completed, func(row statRow) (float64, bool) { return Seconds(row.lat), true })
+	res.ClientQueueTime = stat(res.Completed, func(row statRow) (float64, bool) { return Seconds(row.queue), true })
+	res.E2ELIncludingClientQueue = stat(res.Completed, func(row statRow) (float64, bool) {
 		return Seconds(row.lat) + Seconds(row.queue), true
 	})
 	res.ITL = r.itlStat()
 	return res
+}
+
+// seqStats is ValueStats of a sequence.
+func seqStats(seq numpy.Seq, percentiles []float64, buf []float64) (mean, median, std float64, pct []float64) {
+	pct = make([]float64, len(percentiles))
+	if seq.N == 0 {
+		return 0, 0, 0, pct
+	}
+	mean, std = seq.Mean(), seq.Std()
+	sorted := seq.Order(buf, percentiles)
+	median = sorted.Median()
+	for i, p := range percentiles {
+		pct[i] = sorted.Percentile(p)
+	}
+	return mean, median, std, pct
 }
 
 // tpotOf is vLLM's per-request TPOT: (latency − ttft) / (output − 1), and 0
@@ -279,13 +311,17 @@ func (l *rowLog) add(row statRow) {
 func (l *rowLog) each(fn func(row statRow)) {
 	rd := l.log.Reader()
 	for range l.n {
-		row := statRow{ok: true}
-		row.ttft = time.Duration(rd.Int())
-		row.lat = time.Duration(rd.Int())
-		row.queue = time.Duration(rd.Int())
-		row.out = int(rd.Int())
-		fn(row)
+		fn(l.read(&rd))
 	}
+}
+
+func (l *rowLog) read(rd *vlog.Reader) statRow {
+	row := statRow{ok: true}
+	row.ttft = time.Duration(rd.Int())
+	row.lat = time.Duration(rd.Int())
+	row.queue = time.Duration(rd.Int())
+	row.out = int(rd.Int())
+	return row
 }
 
 // itlStat reports the ITL sketch like numpy would the full list: exact mean

@@ -99,12 +99,14 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	detailed := s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf")
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
 		Percentiles: s.MetricPercentiles, Metrics: metricNames, Detailed: detailed,
-		// The result files stream through sinks: nothing is kept per request.
-		OmitRequests: true,
+		// The result files stream through sinks: nothing is kept per
+		// request but the statistics' compact values, on disk beyond 4 MiB.
+		OmitRequests: true, TempDir: spillDir(s, res.Model.ID),
 	})
 	if err != nil {
 		return &scenario.InputError{Msg: err.Error()}
 	}
+	defer rec.Close()
 	outs, err := openOutputs(s, res, detailed, false)
 	if err != nil {
 		return err
@@ -176,6 +178,20 @@ func resultPath(s scenario.Scenario, model string) string {
 		name = filepath.Join(s.ResultDir, name)
 	}
 	return name
+}
+
+// spillDir is where the recorder spills: next to the run's first output,
+// else the system's temporary directory.
+func spillDir(s scenario.Scenario, model string) string {
+	switch {
+	case strings.TrimSpace(s.Export) != "" && s.ExportDir != "":
+		return s.ExportDir
+	case strings.TrimSpace(s.Export) != "":
+		return "."
+	case s.SaveResult || s.SaveDetailed:
+		return filepath.Dir(resultPath(s, model))
+	}
+	return os.TempDir()
 }
 
 // outputs are a run's result files, open before the simulation starts so

@@ -44,6 +44,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/csv"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -141,6 +142,25 @@ func newAggregator(run *metrics.RunInfo) *aggregator {
 	return &aggregator{run: run, minStart: math.MaxInt64, maxEnd: math.MinInt64, errCount: map[string]int{}}
 }
 
+// spill moves the logs beyond vlog.MemLimit each to temporary files in
+// dir: every chunk gap of a long run would not fit in memory.
+func (a *aggregator) spill(dir string) {
+	for _, l := range []*vlog.Log{&a.ok, &a.icl, &a.errISL} {
+		l.Spill(dir, vlog.MemLimit)
+	}
+}
+
+// err is the first error of the logs' spill files.
+func (a *aggregator) err() error {
+	return errors.Join(a.ok.Err(), a.icl.Err(), a.errISL.Err())
+}
+
+func (a *aggregator) close() {
+	a.ok.Close()
+	a.icl.Close()
+	a.errISL.Close()
+}
+
 func (a *aggregator) add(q *metrics.RequestResult) {
 	if !q.Success {
 		a.nErr++
@@ -220,7 +240,7 @@ func aiperfDist(tag, header, unit string, values numpy.Seq, factor float64, buf 
 	if values.N == 0 {
 		return m
 	}
-	s := values.Sort(buf)
+	s := values.Order(buf, aiperfPercentiles[:])
 	sum := 0.0
 	next := values.Open()
 	for range values.N {
@@ -310,7 +330,7 @@ func (a *aggregator) metrics() []aiperfMetric {
 		ratios := a.seq(a.nE2E, func(r *okRow) (float64, bool) {
 			return float64(r.latency) / 1e9 / float64(r.osl), r.latency > 0 && r.osl > 0 && r.ttft > 0 && r.isl > 0
 		})
-		s := ratios.Sort(buf)
+		s := ratios.Order(buf, []float64{75, 90})
 		for _, p := range []float64{75, 90} {
 			if rp := s.Percentile(p); rp > 0 && !math.IsInf(1/rp, 0) {
 				tag := "e2e_normalized_interactivity_p" + metrics.PercentileWord(p)
@@ -491,6 +511,7 @@ func NewWriter(dir string, run metrics.RunInfo) (*Writer, error) {
 	}
 	w := &Writer{dir: dir, run: run, f: f, bw: bufio.NewWriterSize(f, 256<<10), enc: jsonx.NewEnc(jsonx.OrjsonCompact, 0)}
 	w.agg = newAggregator(&w.run)
+	w.agg.spill(dir)
 	return w, nil
 }
 
@@ -512,6 +533,7 @@ func (w *Writer) Request(q *metrics.RequestResult) error {
 // Close finishes RecordsFile and writes JSONFile and CSVFile for r, whose
 // requests were all given to Request. It returns the files written.
 func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	defer w.agg.close()
 	err := w.err
 	if err == nil {
 		err = w.bw.Flush()
@@ -523,6 +545,9 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 		return nil, err
 	}
 	agg, csvOut := w.agg.documents(r)
+	if err := w.agg.err(); err != nil {
+		return nil, err
+	}
 	paths := []string{filepath.Join(w.dir, RecordsFile), filepath.Join(w.dir, JSONFile), filepath.Join(w.dir, CSVFile)}
 	if err := os.WriteFile(paths[1], agg, 0o644); err != nil {
 		return paths[:1], err
@@ -534,7 +559,10 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 }
 
 // Abort closes RecordsFile without writing the aggregates.
-func (w *Writer) Abort() { w.f.Close() }
+func (w *Writer) Abort() {
+	w.f.Close()
+	w.agg.close()
+}
 
 // Encode renders the three aiperf files from r's requests (taken in
 // completion order): the per-request records (RecordsFile), the aggregates

@@ -601,8 +601,12 @@ type requestLists struct {
 }
 
 func newLists(tempDir string, limit int) requestLists {
-	return requestLists{succ: spool.New(tempDir, limit), errd: spool.New(tempDir, limit),
+	l := requestLists{succ: spool.New(tempDir, limit), errd: spool.New(tempDir, limit),
 		enc: jsonx.NewEnc(jsonx.PyIndent1, requestDepth)}
+	if tempDir != "" {
+		l.log.Spill(tempDir, vlog.MemLimit)
+	}
+	return l
 }
 
 // requestDepth is the nesting depth of a request entry in the report:
@@ -676,6 +680,7 @@ func (l *requestLists) requests(run *metrics.RunInfo) (succ, errd []*glReq) {
 func (l *requestLists) close() {
 	l.succ.Close()
 	l.errd.Close()
+	l.log.Close()
 }
 
 // splice writes one spooled list as the JSON array at depth.
@@ -718,6 +723,9 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 	}
 	bw := bufio.NewWriterSize(f, 256<<10)
 	err = writeReport(bw, &w.list, r, &w.run)
+	if err == nil {
+		err = w.list.log.Err()
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

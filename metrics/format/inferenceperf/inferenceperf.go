@@ -692,6 +692,7 @@ func NewWriter(dir string, run metrics.RunInfo, model string) (*Writer, error) {
 		model = run.Model
 	}
 	w.agg = newAggregator(&w.run, model)
+	w.agg.log.Spill(dir, vlog.MemLimit)
 	return w, nil
 }
 
@@ -740,11 +741,15 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
+	defer w.agg.log.Close()
 	paths := []string{filepath.Join(w.dir, PerRequestFile)}
 	if err != nil || w.agg.n == 0 {
 		return paths, err
 	}
 	sum, stage := w.agg.reports(r)
+	if err := w.agg.log.Err(); err != nil {
+		return paths, err
+	}
 	paths = append(paths, filepath.Join(w.dir, SummaryFile))
 	if err := os.WriteFile(paths[1], sum, 0o644); err != nil {
 		return paths[:1], err
@@ -757,7 +762,10 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 }
 
 // Abort closes PerRequestFile unfinished.
-func (w *Writer) Abort() { w.f.Close() }
+func (w *Writer) Abort() {
+	w.f.Close()
+	w.agg.log.Close()
+}
 
 // reports renders the summary and the one stage's report.
 func (a *aggregator) reports(r *metrics.Result) (summary, stage []byte) {

@@ -119,10 +119,10 @@ func compute(r *metrics.Result, gpus int, ratios *ratioLog) Point {
 		intvty("p"+metrics.PercentileWord(q), r.TPOT.Percentiles[i])
 	}
 	if ratios.n > 0 {
-		s := ratios.seq().Sort(nil)
 		pcts := append([]float64{75, 90}, r.Percentiles...)
 		slices.Sort(pcts)
 		pcts = slices.Compact(pcts)
+		s := ratios.seq().Order(nil, pcts)
 		for _, q := range pcts {
 			if rp := s.Percentile(q); rp > 0 && !math.IsInf(1/rp, 0) {
 				p.E2EInteractivity = append(p.E2EInteractivity, Stat{"p" + metrics.PercentileWord(q) + "_e2e_intvty", 1 / rp})
@@ -193,7 +193,11 @@ type Writer struct {
 }
 
 // NewWriter returns a writer of ResultFile in dir.
-func NewWriter(dir string, run metrics.RunInfo) *Writer { return &Writer{dir: dir, run: run} }
+func NewWriter(dir string, run metrics.RunInfo) *Writer {
+	w := &Writer{dir: dir, run: run}
+	w.ratios.log.Spill(dir, vlog.MemLimit)
+	return w
+}
 
 // Request notes q (see metrics.Sink).
 func (w *Writer) Request(q *metrics.RequestResult) error {
@@ -203,12 +207,17 @@ func (w *Writer) Request(q *metrics.RequestResult) error {
 
 // Close writes ResultFile for r and returns its path.
 func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	defer w.ratios.log.Close()
 	p := filepath.Join(w.dir, ResultFile)
-	if err := os.WriteFile(p, encode(r, &w.run, &w.ratios), 0o644); err != nil {
+	b := encode(r, &w.run, &w.ratios)
+	if err := w.ratios.log.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
 		return nil, err
 	}
 	return []string{p}, nil
 }
 
-// Abort does nothing: Close writes the file.
-func (w *Writer) Abort() {}
+// Abort releases what the writer kept: Close writes the file.
+func (w *Writer) Abort() { w.ratios.log.Close() }

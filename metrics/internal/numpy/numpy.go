@@ -201,33 +201,62 @@ func pairwiseNext(n int, next func() float64, f func(float64) float64) float64 {
 	}
 }
 
-// Sorted is the order statistics of a sequence: the sorted array, or,
-// when the sequence repeats few distinct values (inter-chunk gaps, which
-// take one value per engine step), those values with their counts.
+// Sorted is the order statistics of a sequence: the sorted array, or the
+// distinct values with their counts, or only the ranks asked of Order.
 type Sorted struct {
-	vals []float64 // ascending; distinct when cum is set
-	cum  []int64   // cum[i]: how many values are ≤ vals[i]
-	n    int64
+	vals  []float64         // ascending; distinct when cum is set
+	cum   []int64           // cum[i]: how many values are ≤ vals[i]
+	ranks map[int64]float64 // when neither: the ranks Order was asked for
+	n     int64
 }
 
-// maxDistinct bounds the distinct values Sort counts before it sorts the
-// values themselves instead.
-const maxDistinct = 1 << 18
+// Limits of Order's strategies: a sequence this short is sorted in an
+// array; one with at most maxDistinct distinct values is counted. (Vars
+// so that the tests can take every path.)
+var (
+	maxSorted   = 1 << 22 // 32 MiB of float64
+	maxDistinct = 1 << 16
+)
 
-// Sort reads the sequence once (twice if it has many distinct values) and
-// returns its order statistics. buf is reused for the values when the
-// sequence has to be sorted whole.
-func (s Seq) Sort(buf []float64) Sorted {
+// Buffer is a buffer Order can sort n values in (empty when it would not
+// sort them in an array).
+func Buffer(n int) []float64 {
+	if n > maxSorted {
+		return nil
+	}
+	return make([]float64, 0, n)
+}
+
+// Sort is Order for the extremes alone: the sorted array when short,
+// else as Order does.
+func (s Seq) Sort(buf []float64) Sorted { return s.Order(buf, nil) }
+
+// Order reads the sequence and returns the order statistics behind its
+// minimum, maximum, median and the given percentiles, in bounded memory:
+// a sequence of up to 4 Mi values is sorted in buf (reused when large
+// enough); a longer one is counted when it repeats few distinct values
+// (inter-chunk gaps take one value per engine step); otherwise the ranks
+// needed are found by radix selection, four more passes over the
+// sequence, without holding it. Values must not be NaN.
+func (s Seq) Order(buf []float64, percentiles []float64) Sorted {
+	if s.N <= maxSorted {
+		buf = buf[:0]
+		next := s.Open()
+		for range s.N {
+			buf = append(buf, next())
+		}
+		sortFloats(buf)
+		return Sorted{vals: buf, n: int64(s.N)}
+	}
 	counts := map[float64]int64{}
 	next := s.Open()
 	for range s.N {
-		v := next()
-		if math.IsNaN(v) || len(counts) > maxDistinct {
+		counts[next()]++
+		if len(counts) > maxDistinct {
 			break
 		}
-		counts[v]++
 	}
-	if len(counts) <= maxDistinct && !mapHasNaN(counts) && sumCounts(counts) == int64(s.N) {
+	if len(counts) <= maxDistinct {
 		st := Sorted{n: int64(s.N), vals: make([]float64, 0, len(counts))}
 		for v := range counts {
 			st.vals = append(st.vals, v)
@@ -241,37 +270,115 @@ func (s Seq) Sort(buf []float64) Sorted {
 		}
 		return st
 	}
-	buf = buf[:0]
-	next = s.Open()
-	for range s.N {
-		buf = append(buf, next())
+	n := int64(s.N)
+	need := []int64{0, n - 1, (n - 1) / 2, n / 2}
+	for _, p := range percentiles {
+		lo, hi := pctRanks(n, p/100)
+		need = append(need, lo, hi)
 	}
-	sortFloats(buf)
-	return Sorted{vals: buf, n: int64(s.N)}
+	return Sorted{n: n, ranks: s.selectRanks(need)}
 }
 
-func mapHasNaN(m map[float64]int64) bool {
-	for v := range m {
-		if math.IsNaN(v) {
-			return true
+// pctRanks are the ranks QuantileSorted reads for q.
+func pctRanks(n int64, q float64) (int64, int64) {
+	h := float64(n-1) * q
+	if h >= float64(n-1) {
+		return n - 1, n - 1
+	}
+	i := int64(math.Floor(h))
+	return i, i + 1
+}
+
+// orderKey maps a float to a uint64 in the same order (-0 as 0).
+func orderKey(v float64) uint64 {
+	if v == 0 {
+		v = 0
+	}
+	u := math.Float64bits(v)
+	if u>>63 == 1 {
+		return ^u
+	}
+	return u | 1<<63
+}
+
+func fromOrderKey(k uint64) float64 {
+	if k>>63 == 1 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// selectRanks finds the values of the given ranks (0-based, ascending
+// order) 16 bits of their order keys at a time: each pass counts, for
+// every distinct prefix the ranks have so far, the values under it by
+// their next 16 bits, and narrows each rank to one bucket.
+func (s Seq) selectRanks(need []int64) map[int64]float64 {
+	type target struct {
+		rank   int64  // the rank sought
+		within int64  // its rank among the values with its prefix
+		prefix uint64 // the key bits fixed so far
+	}
+	var ts []target
+	for _, r := range need {
+		if !slices.ContainsFunc(ts, func(t target) bool { return t.rank == r }) {
+			ts = append(ts, target{rank: r, within: r})
 		}
 	}
-	return false
-}
-
-func sumCounts(m map[float64]int64) int64 {
-	t := int64(0)
-	for _, c := range m {
-		t += c
+	for shift := 48; shift >= 0; shift -= 16 {
+		// One histogram per distinct prefix.
+		var prefixes []uint64
+		for _, t := range ts {
+			if !slices.Contains(prefixes, t.prefix) {
+				prefixes = append(prefixes, t.prefix)
+			}
+		}
+		hist := make([][1 << 16]int64, len(prefixes))
+		next := s.Open()
+		for range s.N {
+			k := orderKey(next())
+			hi := uint64(0)
+			if shift < 48 {
+				hi = k >> (shift + 16)
+			}
+			for j, p := range prefixes {
+				if p == hi {
+					hist[j][(k>>shift)&0xffff]++
+					break
+				}
+			}
+		}
+		for i := range ts {
+			t := &ts[i]
+			h := &hist[slices.Index(prefixes, t.prefix)]
+			for d := range h {
+				if t.within < h[d] {
+					t.prefix = t.prefix<<16 | uint64(d)
+					break
+				}
+				t.within -= h[d]
+			}
+		}
 	}
-	return t
+	out := make(map[int64]float64, len(ts))
+	for _, t := range ts {
+		out[t.rank] = fromOrderKey(t.prefix)
+	}
+	return out
 }
 
 // Len is the number of values.
 func (s *Sorted) Len() int64 { return s.n }
 
-// At is the value of 0-based rank k.
+// At is the value of 0-based rank k (for an Order that selected ranks,
+// one of the ranks its percentiles, median and extremes read).
 func (s *Sorted) At(k int64) float64 {
+	if s.ranks != nil {
+		v, ok := s.ranks[k]
+		if !ok {
+			panic("numpy: rank not selected") // unreachable: callers read the ranks they asked for
+		}
+		return v
+	}
 	if s.cum == nil {
 		return s.vals[k]
 	}

@@ -119,10 +119,18 @@ func TestSeqMatchesArray(t *testing.T) {
 			}
 			srt := slices.Clone(a)
 			slices.Sort(srt)
-			st := s.Sort(nil)
 			if n == 0 {
 				continue
 			}
+			pcts := []float64{0, 1, 25, 50, 90, 99, 99.9, 100}
+			checkOrder(t, s, srt, pcts, "sorted")
+			// The counted and the selected paths.
+			maxSorted = 0
+			checkOrder(t, s, srt, pcts, "counted")
+			maxDistinct = 0
+			checkOrder(t, s, srt, pcts, "selected")
+			maxSorted, maxDistinct = 1<<22, 1<<16
+			st := s.Sort(nil)
 			if got, want := st.Median(), MedianSorted(srt); got != want {
 				t.Errorf("n=%d distinct=%d: Median %v, want %v", n, distinct, got, want)
 			}
@@ -135,5 +143,47 @@ func TestSeqMatchesArray(t *testing.T) {
 				t.Errorf("n=%d: min/max wrong", n)
 			}
 		}
+	}
+}
+
+func checkOrder(t *testing.T, s Seq, srt, pcts []float64, path string) {
+	t.Helper()
+	n := len(srt)
+	st := s.Order(nil, pcts)
+	if got, want := st.Median(), MedianSorted(srt); got != want {
+		t.Errorf("%s n=%d: Median %v, want %v", path, n, got, want)
+	}
+	for _, p := range pcts {
+		if got, want := st.Percentile(p), PercentileSorted(srt, p); got != want {
+			t.Errorf("%s n=%d: P%v %v, want %v", path, n, p, got, want)
+		}
+	}
+	if st.At(0) != srt[0] || st.At(int64(n-1)) != srt[n-1] {
+		t.Errorf("%s n=%d: min/max %v %v, want %v %v", path, n, st.At(0), st.At(int64(n-1)), srt[0], srt[n-1])
+	}
+}
+
+// Selection handles signs, zeros of both signs and ties.
+func TestSelectRanks(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	maxSorted, maxDistinct = 0, 0
+	defer func() { maxSorted, maxDistinct = 1<<22, 1<<16 }()
+	for _, n := range []int{1, 2, 3, 10, 1000} {
+		a := make([]float64, n)
+		for i := range a {
+			switch r.IntN(4) {
+			case 0:
+				a[i] = math.Copysign(0, -1)
+			case 1:
+				a[i] = -r.ExpFloat64()
+			case 2:
+				a[i] = float64(r.IntN(3))
+			default:
+				a[i] = r.NormFloat64() * 1e6
+			}
+		}
+		srt := slices.Clone(a)
+		slices.Sort(srt)
+		checkOrder(t, seqOf(a), srt, []float64{0, 10, 33.3, 50, 75, 99, 100}, "selected")
 	}
 }
