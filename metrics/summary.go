@@ -355,7 +355,7 @@ func valueStatsInPlace(values []float64, percentiles []float64) (mean, median, s
 	}
 	mean = numpy.Mean(values)
 	std = numpy.Std(values)
-	slices.Sort(values)
+	numpy.SortFloats(values)
 	median = numpy.MedianSorted(values)
 	for i, p := range percentiles {
 		pct[i] = numpy.PercentileSorted(values, p)

@@ -257,7 +257,6 @@ func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
 	sc := &scratch{}
 	grow(&sc.sortTmp, most)
 	grow(&sc.wt, most)
-	grow(&sc.items, most)
 	// Each distribution's values, request by request, appended to one
 	// list per status, sized up front: one value per request (perRequest
 	// 1), or one per iteration and one more (perRequest 2).

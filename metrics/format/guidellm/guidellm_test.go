@@ -393,3 +393,27 @@ func BenchmarkMetrics(b *testing.B) {
 		glMetrics(succ, nil, start, end)
 	}
 }
+
+// lastWithin is the whole-array searchsorted it replaces.
+func TestLastWithin(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for range 2000 {
+		u := make([]wv, 1+r.IntN(300))
+		v := 0.0
+		for i := range u {
+			v += float64(r.IntN(3)) * 1e-4 * r.Float64()
+			u[i].v = v
+		}
+		s := r.IntN(len(u))
+		limit := u[s].v + r.Float64()*3e-4
+		want, _ := slices.BinarySearchFunc(u, limit, func(e wv, t float64) int {
+			if e.v <= t {
+				return -1
+			}
+			return 1
+		})
+		if got := lastWithin(u, s, limit); got != want-1 {
+			t.Fatalf("lastWithin = %d, want %d", got, want-1)
+		}
+	}
+}

@@ -30,8 +30,8 @@ var glPctNames = [11]string{"p001", "p01", "p05", "p10", "p25", "p50", "p75", "p
 // (and first touching) fresh arrays of that size for each distribution
 // costs more than computing it. A nil *scratch allocates as it goes.
 type scratch struct {
-	sortTmp, wt, items          []wv
-	vals, probs, cdf, prod, cum []float64
+	sortTmp, wt           []wv
+	vals, probs, cdf, cum []float64
 }
 
 // grow returns buf resized to n, reallocated only when too small.
@@ -77,7 +77,7 @@ func glFromPDF(values, probs []float64, count int, sc *scratch) glDist {
 		d.P[k] = values[i]
 	}
 	d.Median = d.P[5]
-	prod := grow(&sc.prod, n)
+	prod := cdf // the percentiles are read: the cdf's memory is free
 	for i := range values {
 		prod[i] = values[i] * probs[i]
 	}
@@ -274,15 +274,7 @@ func glMerge(sorted []wv, threshold float64, sc *scratch) []wv {
 		}
 		ends = ends[:0]
 		for _, s := range starts {
-			limit := u[s].v + threshold
-			// searchsorted(times, limit, side="right") - 1
-			j, _ := slices.BinarySearchFunc(u, limit, func(e wv, t float64) int {
-				if e.v <= t {
-					return -1
-				}
-				return 1
-			})
-			ends = append(ends, j-1)
+			ends = append(ends, lastWithin(u, s, u[s].v+threshold))
 		}
 		// A group starting inside the previous one is dropped (compared
 		// with the previous group's end, dropped or not, as numpy does).
@@ -328,6 +320,29 @@ func glMerge(sorted []wv, threshold float64, sc *scratch) []wv {
 	return u
 }
 
+// lastWithin is searchsorted(times, limit, side="right") − 1 for a limit
+// no lower than times[s]: the last index whose time is ≤ limit. Groups
+// span a few times, so it gallops forward from s rather than searching
+// the whole array.
+func lastWithin(u []wv, s int, limit float64) int {
+	lo, step := s, 1 // u[lo].v ≤ limit
+	for {
+		hi := lo + step
+		if hi >= len(u) || u[hi].v > limit {
+			// The answer is in [lo, min(hi, len)−1]: binary search.
+			hi = min(hi, len(u))
+			j, _ := slices.BinarySearchFunc(u[lo:hi], limit, func(e wv, t float64) int {
+				if e.v <= t {
+					return -1
+				}
+				return 1
+			})
+			return lo + j - 1
+		}
+		lo, step = hi, 2*step
+	}
+}
+
 const glThreshold = 1e-4 // guidellm's merge threshold: 0.1 ms
 
 // glRate is DistributionSummary.rate_distribution_from_timings: events
@@ -360,10 +375,12 @@ func glRate(events []wv, start, end *float64, sc *scratch) glDist {
 		return glFromValues(nil, n)
 	}
 	count := pyRound(weightSum(wt))
-	// Each time's local duration: between the midpoints around it.
+	// Each time's local duration: between the midpoints around it. The
+	// items (rate, duration) overwrite the times in place: item i is
+	// written after time i+1 was read.
+	items := wt
 	midPrev := (wt[1].v + wt[0].v) / 2
 	dur0 := midPrev - wt[0].v
-	items := grow(&sc.items, n)
 	items[0] = wv{wt[0].w / dur0, dur0}
 	for i := 1; i < n-1; i++ {
 		mid := (wt[i+1].v + wt[i].v) / 2
@@ -465,9 +482,9 @@ func glStatusValues(succ, errd []wv, sc *scratch) glStatus {
 		if sc == nil {
 			return glFromValues(l, -1)
 		}
-		own := runs(grow(&sc.items, len(l))[:0], l)
+		own := runs(grow(&sc.wt, len(l))[:0], l)
 		if own == nil {
-			own = grow(&sc.items, len(l))
+			own = grow(&sc.wt, len(l))
 			copy(own, l)
 		}
 		return glFromOwnValues(own, -1, sc)

@@ -294,7 +294,7 @@ func ipSummarize(items []float64) *jsonx.Obj {
 		return nil
 	}
 	s := slices.Clone(items)
-	slices.Sort(s)
+	numpy.SortFloats(s)
 	o := jsonx.NewObj().Set("mean", numpy.Mean(items)).Set("min", s[0]).Set("max", s[len(s)-1])
 	for _, p := range ipPercentiles {
 		o.Set(ipPctKey(p), numpy.PercentileSorted(s, p))

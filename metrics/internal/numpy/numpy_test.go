@@ -187,3 +187,26 @@ func TestSelectRanks(t *testing.T) {
 		checkOrder(t, seqOf(a), srt, []float64{0, 10, 33.3, 50, 75, 99, 100}, "selected")
 	}
 }
+
+func TestSortFloats(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, n := range []int{0, 5, 4095, 4096, 100_000} {
+		a := make([]float64, n)
+		for i := range a {
+			switch r.IntN(4) {
+			case 0:
+				a[i] = float64(r.IntN(7))
+			case 1:
+				a[i] = -r.ExpFloat64()
+			default:
+				a[i] = r.Float64() * 1e3
+			}
+		}
+		want := slices.Clone(a)
+		slices.Sort(want)
+		SortFloats(a)
+		if !slices.Equal(a, want) {
+			t.Fatalf("n=%d: not sorted as slices.Sort sorts", n)
+		}
+	}
+}
