@@ -3,6 +3,11 @@
 // table and JSON. It knows nothing of the engine's insides. Its Result,
 // RunInfo and MeasuredRun are also what the other tools' formats
 // (metrics/format) write from and read back into.
+//
+// A run's result files stream: the Recorder hands every finished request
+// to its Sinks (JSONWriter, metrics/format's Exporter) and keeps only the
+// compact values its own statistics need, so memory follows the requests
+// in flight, not the run's length.
 package metrics
 
 import "time"

@@ -142,6 +142,17 @@ type Result struct {
 	Detailed bool
 }
 
+// InCompletionOrder is r's requests in the order they finished (Seq): the
+// order the streaming writers were given them in.
+func (r *Result) InCompletionOrder() []*RequestResult {
+	out := make([]*RequestResult, len(r.Requests))
+	for i := range r.Requests {
+		out[i] = &r.Requests[i]
+	}
+	slices.SortStableFunc(out, func(a, b *RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
 // Summarize computes the run's result. It does not change the recorder and
 // gives the same result, bit for bit, for the same recorded events.
 func (r *Recorder) Summarize(in SummaryInput) *Result {

@@ -17,10 +17,19 @@
 // output depends on the wall clock: absolute timestamps are simulated time
 // plus RunInfo.EpochUnixNano. The tool packages know nothing of each other
 // or of this registry.
+//
+// Each format is a streaming writer behind the Exporter (a metrics.Sink):
+// per-request records are written as requests finish — in completion
+// order, as aiperf, GuideLLM and inference-perf record them; vLLM's
+// arrays in request order — and each writer keeps for its aggregates a
+// few varints per request (and per chunk where the tool's statistics run
+// over chunks), spilled to temporary files beyond 4 MiB. Writing the
+// aggregates reads those values back in passes; GuideLLM's per-iteration
+// distributions and inference-perf's per-token ITL statistics hold one
+// entry per token while they are computed.
 package format
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -207,12 +216,7 @@ func Export(dir string, formats []string, r *metrics.Result, run metrics.RunInfo
 	if err != nil {
 		return nil, err
 	}
-	order := make([]*metrics.RequestResult, len(r.Requests))
-	for i := range r.Requests {
-		order[i] = &r.Requests[i]
-	}
-	slices.SortStableFunc(order, func(a, b *metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
-	for _, q := range order {
+	for _, q := range r.InCompletionOrder() {
 		if err := e.Request(q); err != nil {
 			e.Abort()
 			return nil, err

@@ -40,9 +40,7 @@
 package aiperf
 
 import (
-	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/csv"
 	"errors"
 	"math"
@@ -345,20 +343,10 @@ func (a *aggregator) metrics() []aiperfMetric {
 // completion order (Seq), as the Writer sees them.
 func aiperfMetrics(r *metrics.Result, run *metrics.RunInfo) []aiperfMetric {
 	a := newAggregator(run)
-	for _, q := range bySeq(r) {
+	for _, q := range r.InCompletionOrder() {
 		a.add(q)
 	}
 	return a.metrics()
-}
-
-// bySeq is r's requests in completion order.
-func bySeq(r *metrics.Result) []*metrics.RequestResult {
-	out := make([]*metrics.RequestResult, len(r.Requests))
-	for i := range r.Requests {
-		out[i] = &r.Requests[i]
-	}
-	slices.SortStableFunc(out, func(a, b *metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
 }
 
 func (m *aiperfMetric) jsonObj() *jsonx.Obj {
@@ -496,20 +484,17 @@ func appendRecord(e *jsonx.Enc, run *metrics.RunInfo, q *metrics.RequestResult) 
 type Writer struct {
 	dir string
 	run metrics.RunInfo
-	f   *os.File
-	bw  *bufio.Writer
-	enc *jsonx.Enc
+	out *jsonx.File
 	agg *aggregator
-	err error
 }
 
 // NewWriter creates RecordsFile in dir.
 func NewWriter(dir string, run metrics.RunInfo) (*Writer, error) {
-	f, err := os.Create(filepath.Join(dir, RecordsFile))
+	out, err := jsonx.CreateFile(filepath.Join(dir, RecordsFile), jsonx.OrjsonCompact, 0)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{dir: dir, run: run, f: f, bw: bufio.NewWriterSize(f, 256<<10), enc: jsonx.NewEnc(jsonx.OrjsonCompact, 0)}
+	w := &Writer{dir: dir, run: run, out: out}
 	w.agg = newAggregator(&w.run)
 	w.agg.spill(dir)
 	return w, nil
@@ -517,13 +502,8 @@ func NewWriter(dir string, run metrics.RunInfo) (*Writer, error) {
 
 // Request writes q's record (see metrics.Sink).
 func (w *Writer) Request(q *metrics.RequestResult) error {
-	if w.err != nil {
-		return w.err
-	}
-	w.enc.Reset()
-	appendRecord(w.enc, &w.run, q)
-	if _, err := w.bw.Write(w.enc.B); err != nil {
-		w.err = err
+	appendRecord(w.out.Enc, &w.run, q)
+	if err := w.out.Write(); err != nil {
 		return err
 	}
 	w.agg.add(q)
@@ -534,14 +514,7 @@ func (w *Writer) Request(q *metrics.RequestResult) error {
 // requests were all given to Request. It returns the files written.
 func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 	defer w.agg.close()
-	err := w.err
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := w.out.Close(""); err != nil {
 		return nil, err
 	}
 	agg, csvOut := w.agg.documents(r)
@@ -560,7 +533,7 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 
 // Abort closes RecordsFile without writing the aggregates.
 func (w *Writer) Abort() {
-	w.f.Close()
+	w.out.Abort()
 	w.agg.close()
 }
 
@@ -570,7 +543,7 @@ func (w *Writer) Abort() {
 func Encode(r *metrics.Result, run *metrics.RunInfo) (jsonl, agg, csvOut []byte, err error) {
 	a := newAggregator(run)
 	e := jsonx.NewEnc(jsonx.OrjsonCompact, 0)
-	for _, q := range bySeq(r) {
+	for _, q := range r.InCompletionOrder() {
 		appendRecord(e, run, q)
 		a.add(q)
 	}

@@ -30,12 +30,10 @@ package guidellm
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,7 +203,7 @@ func newGLReq(p *metrics.RequestResult, run *metrics.RunInfo, detailed bool) glR
 // glRequests builds the per-request stats from the Result, in completion
 // order.
 func glRequests(r *metrics.Result, run *metrics.RunInfo) (succ, errd []*glReq) {
-	for _, p := range bySeq(r) {
+	for _, p := range r.InCompletionOrder() {
 		q := newGLReq(p, run, r.Detailed)
 		if q.errored {
 			errd = append(errd, &q)
@@ -214,16 +212,6 @@ func glRequests(r *metrics.Result, run *metrics.RunInfo) (succ, errd []*glReq) {
 		}
 	}
 	return succ, errd
-}
-
-// bySeq is r's requests in completion order.
-func bySeq(r *metrics.Result) []*metrics.RequestResult {
-	out := make([]*metrics.RequestResult, len(r.Requests))
-	for i := range r.Requests {
-		out[i] = &r.Requests[i]
-	}
-	slices.SortStableFunc(out, func(a, b *metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
 }
 
 // glMetric is one named StatusDistributionSummary of GenerativeMetrics.
@@ -337,22 +325,19 @@ func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
 	add("tokens_per_second", rate(2, func(dst []wv, q *glReq) []wv {
 		return q.appendOutputTimings(append(dst, q.promptTiming()))
 	}, false))
-	add("output_tokens_per_iteration", vals(2, func(dst []wv, q *glReq) []wv {
-		n := len(dst)
-		dst = q.appendOutputTimings(dst)
-		for i := n; i < len(dst); i++ {
-			dst[i] = wv{dst[i].w, 1}
+	// The tokens of each iteration, as values of weight 1.
+	perIteration := func(timings func(q *glReq, dst []wv) []wv) func(dst []wv, q *glReq) []wv {
+		return func(dst []wv, q *glReq) []wv {
+			n := len(dst)
+			dst = timings(q, dst)
+			for i := n; i < len(dst); i++ {
+				dst[i] = wv{dst[i].w, 1}
+			}
+			return dst
 		}
-		return dst
-	}))
-	add("iter_tokens_per_iteration", vals(2, func(dst []wv, q *glReq) []wv {
-		n := len(dst)
-		dst = q.appendIterTimings(dst)
-		for i := n; i < len(dst); i++ {
-			dst[i] = wv{dst[i].w, 1}
-		}
-		return dst
-	}))
+	}
+	add("output_tokens_per_iteration", vals(2, perIteration((*glReq).appendOutputTimings)))
+	add("iter_tokens_per_iteration", vals(2, perIteration((*glReq).appendIterTimings)))
 	return ms
 }
 
@@ -744,7 +729,7 @@ func (w *Writer) Abort() { w.list.close() }
 func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
 	l := newLists("", math.MaxInt)
 	defer l.close()
-	for _, p := range bySeq(r) {
+	for _, p := range r.InCompletionOrder() {
 		l.add(p, run, r.Detailed) // in memory: cannot fail
 	}
 	var b bytes.Buffer

@@ -53,9 +53,7 @@
 package inferenceperf
 
 import (
-	"bufio"
 	"bytes"
-	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -673,21 +671,18 @@ func appendEntry(e *jsonx.Enc, q *ipReq) {
 type Writer struct {
 	dir string
 	run metrics.RunInfo
-	f   *os.File
-	bw  *bufio.Writer
-	enc *jsonx.Enc
+	out *jsonx.File
 	agg *aggregator
-	err error
 }
 
 // NewWriter creates PerRequestFile in dir, for requests to model (""
 // means RunInfo's model).
 func NewWriter(dir string, run metrics.RunInfo, model string) (*Writer, error) {
-	f, err := os.Create(filepath.Join(dir, PerRequestFile))
+	out, err := jsonx.CreateFile(filepath.Join(dir, PerRequestFile), jsonx.PyIndent2, 1)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{dir: dir, run: run, f: f, bw: bufio.NewWriterSize(f, 256<<10), enc: jsonx.NewEnc(jsonx.PyIndent2, 1)}
+	w := &Writer{dir: dir, run: run, out: out}
 	if model == "" {
 		model = run.Model
 	}
@@ -718,30 +713,17 @@ func endList(n int) string {
 
 // Request writes q's entry (see metrics.Sink).
 func (w *Writer) Request(p *metrics.RequestResult) error {
-	if w.err != nil {
-		return w.err
-	}
 	q := w.agg.record(p)
-	appendListEntry(w.enc, q, w.agg.n == 1)
-	_, w.err = w.bw.Write(w.enc.B)
-	return w.err
+	appendListEntry(w.out.Enc, q, w.agg.n == 1)
+	return w.out.Write()
 }
 
 // Close finishes PerRequestFile and, when there were requests, writes
 // SummaryFile and the stage report for r, whose requests were all given
 // to Request. It returns the files written.
 func (w *Writer) Close(r *metrics.Result) ([]string, error) {
-	err := w.err
-	if err == nil {
-		_, err = w.bw.WriteString(endList(w.agg.n))
-	}
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
 	defer w.agg.log.Close()
+	err := w.out.Close(endList(w.agg.n))
 	paths := []string{filepath.Join(w.dir, PerRequestFile)}
 	if err != nil || w.agg.n == 0 {
 		return paths, err
@@ -763,7 +745,7 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 
 // Abort closes PerRequestFile unfinished.
 func (w *Writer) Abort() {
-	w.f.Close()
+	w.out.Abort()
 	w.agg.log.Close()
 }
 
@@ -796,7 +778,7 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage
 	a := newAggregator(run, run.ModelName(r))
 	e := jsonx.NewEnc(jsonx.PyIndent2, 1)
 	var b bytes.Buffer
-	for _, p := range bySeq(r) {
+	for _, p := range r.InCompletionOrder() {
 		q := a.record(p)
 		appendListEntry(e, q, a.n == 1)
 		b.Write(e.B)
@@ -812,20 +794,10 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage
 // encodeIPSummary renders the summary report of r's requests.
 func encodeIPSummary(r *metrics.Result, run *metrics.RunInfo) []byte {
 	a := newAggregator(run, run.ModelName(r))
-	for _, p := range bySeq(r) {
+	for _, p := range r.InCompletionOrder() {
 		a.record(p)
 	}
 	var b bytes.Buffer
 	jsonx.Encode(&b, ipSummary(a.each, a.n, a.sizes)(nil, nil), jsonx.PyIndent2)
 	return b.Bytes()
-}
-
-// bySeq is r's requests in completion order.
-func bySeq(r *metrics.Result) []*metrics.RequestResult {
-	out := make([]*metrics.RequestResult, len(r.Requests))
-	for i := range r.Requests {
-		out[i] = &r.Requests[i]
-	}
-	slices.SortStableFunc(out, func(a, b *metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
 }

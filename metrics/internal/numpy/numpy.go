@@ -289,8 +289,9 @@ func pctRanks(n int64, q float64) (int64, int64) {
 	return i, i + 1
 }
 
-// orderKey maps a float to a uint64 in the same order (-0 as 0).
-func orderKey(v float64) uint64 {
+// OrderKey maps a float to a uint64 in the same order (-0 as 0), the key
+// of the radix sorts.
+func OrderKey(v float64) uint64 {
 	if v == 0 {
 		v = 0
 	}
@@ -335,7 +336,7 @@ func (s Seq) selectRanks(need []int64) map[int64]float64 {
 		hist := make([][1 << 16]int64, len(prefixes))
 		next := s.Open()
 		for range s.N {
-			k := orderKey(next())
+			k := OrderKey(next())
 			hi := uint64(0)
 			if shift < 48 {
 				hi = k >> (shift + 16)
@@ -433,9 +434,11 @@ func (s *Sorted) Median() float64 {
 func sortFloats(a []float64) { SortFloats(a) }
 
 // SortFloats sorts a ascending, as slices.Sort does for values that are
-// not NaN, faster for long arrays: an LSD radix sort on the order keys,
-// skipping the bits every value shares (the statistics of a long run
-// sort millions of latencies).
+// not NaN, faster for long arrays: an LSD radix sort on the values'
+// order keys, 11 bits a pass, skipping the bits every value shares (the
+// statistics of a long run sort millions of latencies). Written for
+// float64 rather than through a generic sort-by-key: the indirect call
+// per element and pass costs 40 % on 4 M values.
 func SortFloats(a []float64) {
 	if len(a) < 1<<12 || slices.IsSorted(a) {
 		slices.Sort(a)
@@ -444,7 +447,7 @@ func SortFloats(a []float64) {
 	const bits = 11
 	var and, or uint64 = ^uint64(0), 0
 	for _, v := range a {
-		k := orderKey(v)
+		k := OrderKey(v)
 		and, or = and&k, or|k
 	}
 	src, dst := a, make([]float64, len(a))
@@ -455,14 +458,14 @@ func SortFloats(a []float64) {
 		}
 		clear(count[:])
 		for _, v := range src {
-			count[(orderKey(v)>>shift)&(1<<bits-1)]++
+			count[(OrderKey(v)>>shift)&(1<<bits-1)]++
 		}
 		pos := 0
 		for d := range count {
 			pos, count[d] = pos+count[d], pos
 		}
 		for _, v := range src {
-			d := (orderKey(v) >> shift) & (1<<bits - 1)
+			d := (OrderKey(v) >> shift) & (1<<bits - 1)
 			dst[count[d]] = v
 			count[d]++
 		}

@@ -211,8 +211,10 @@ func SameSummary(t *testing.T, got, want *metrics.Result) {
 // order aiperf, GuideLLM and inference-perf write them in.
 func InSeq(res *metrics.Result) *metrics.Result {
 	c := *res
-	c.Requests = slices.Clone(res.Requests)
-	slices.SortStableFunc(c.Requests, func(a, b metrics.RequestResult) int { return int(a.Seq - b.Seq) })
+	c.Requests = nil
+	for _, q := range res.InCompletionOrder() {
+		c.Requests = append(c.Requests, *q)
+	}
 	return &c
 }
 
