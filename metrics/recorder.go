@@ -79,10 +79,13 @@ type RecorderOptions struct {
 // Memory is what the requests in flight hold (their send time and, when
 // Detailed, their gaps so far), about 10 bytes per completed request of
 // varints for the exact TTFT, TPOT, E2EL and queue-time statistics (kept in
-// request order for numpy's order-dependent sums), O(octaves) for the ITL
-// sketch and one counter per simulated second; the few requests that
-// finished ahead of a lower index still in flight wait in a reorder
-// buffer. Unless OmitRequests, Result.Requests also keeps every request.
+// request order for numpy's order-dependent sums; beyond 4 MiB on disk
+// when TempDir is set), the interval ends max_concurrent_requests cannot
+// fold yet (those of requests that finished while an earlier-sent one is
+// in flight), O(octaves) for the ITL sketch and one counter per simulated
+// second; the few requests that finished ahead of a lower index still in
+// flight wait in a reorder buffer. Unless OmitRequests, Result.Requests
+// also keeps every request.
 type Recorder struct {
 	percentiles []float64
 	metrics     []string
