@@ -363,6 +363,11 @@ func (d *driver) run() (Result, error) {
 	}
 
 	for !d.stopped {
+		// A result file that can no longer be written (a full disk) ends
+		// the run: what follows could not be recorded.
+		if err := d.rec.Err(); err != nil {
+			return d.res, err
+		}
 		d.settle()
 		if err := d.startSteps(); err != nil {
 			return d.res, err

@@ -507,7 +507,7 @@ func (w *Writer) Request(q *metrics.RequestResult) error {
 		return err
 	}
 	w.agg.add(q)
-	return nil
+	return w.agg.err()
 }
 
 // Close finishes RecordsFile and writes JSONFile and CSVFile for r, whose

@@ -693,7 +693,10 @@ func NewWriter(dir string, run metrics.RunInfo, detailed bool) *Writer {
 
 // Request spools q's entry (see metrics.Sink).
 func (w *Writer) Request(q *metrics.RequestResult) error {
-	return w.list.add(q, &w.run, w.detailed)
+	if err := w.list.add(q, &w.run, w.detailed); err != nil {
+		return err
+	}
+	return w.list.log.Err()
 }
 
 // Close writes ReportFile for r, whose requests were all given to

@@ -715,7 +715,10 @@ func endList(n int) string {
 func (w *Writer) Request(p *metrics.RequestResult) error {
 	q := w.agg.record(p)
 	appendListEntry(w.out.Enc, q, w.agg.n == 1)
-	return w.out.Write()
+	if err := w.out.Write(); err != nil {
+		return err
+	}
+	return w.agg.log.Err()
 }
 
 // Close finishes PerRequestFile and, when there were requests, writes

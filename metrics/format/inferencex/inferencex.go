@@ -202,7 +202,7 @@ func NewWriter(dir string, run metrics.RunInfo) *Writer {
 // Request notes q (see metrics.Sink).
 func (w *Writer) Request(q *metrics.RequestResult) error {
 	w.ratios.add(q)
-	return nil
+	return w.ratios.log.Err()
 }
 
 // Close writes ResultFile for r and returns its path.
