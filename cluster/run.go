@@ -150,11 +150,9 @@ type Result struct {
 		Skipped time.Duration
 	}
 	Engine engine.Stats
-	// Sessions counts multi-turn follow-ups read from the source; Turns maps
-	// each timed session request's index to its session and turn (only
-	// requests that belong to a session are listed).
+	// Sessions counts multi-turn follow-ups read from the source (each
+	// recorded request carries its own session and turn: metrics.Record).
 	Sessions struct{ FollowUps int64 }
-	Turns    map[int64]SessionTurn
 	// StepTime sums the kernel's per-resource breakdown over the timed
 	// phase's steps; TimedSteps counts them.
 	StepTime   kernel.Breakdown
@@ -204,12 +202,6 @@ const (
 )
 
 const never = time.Duration(math.MaxInt64)
-
-// SessionTurn is a request's place in a multi-turn session.
-type SessionTurn struct {
-	Session uint64
-	Turn    int
-}
 
 // ErrStalled means the engine had queued work but could form no batch and
 // nothing else could change that: a modelling bug, never user input.
@@ -398,6 +390,11 @@ func (d *driver) run() (Result, error) {
 	}
 
 	for !d.stopped {
+		// A result file that can no longer be written (a full disk) ends
+		// the run: what follows could not be recorded.
+		if err := d.rec.Err(); err != nil {
+			return d.res, err
+		}
 		d.settle()
 		if err := d.startSteps(); err != nil {
 			return d.res, err
@@ -636,7 +633,7 @@ func (d *driver) sendAt(r *engine.Request, lane int, pad int, at time.Duration) 
 	}
 	r.Tag = r.Tag&tagMask | int(slot+1)<<tagBits
 	if kindOf(r) == tagTimed {
-		d.rec.Send(d.rel(at))
+		d.rec.Send(r.ID, d.rel(at))
 		if d.cfg.RequestTimeout > 0 {
 			d.tq = append(d.tq, deadline{at: at + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
 		}
@@ -678,12 +675,6 @@ func (d *driver) leave(r *engine.Request) {
 	d.inFlight--
 	if kind == tagTimed {
 		d.recordTimed(r)
-		if r.SessionID != 0 {
-			if d.res.Turns == nil {
-				d.res.Turns = map[int64]SessionTurn{}
-			}
-			d.res.Turns[r.ID] = SessionTurn{r.SessionID, r.Turn}
-		}
 	} else if d.lanes != nil {
 		d.lanes.warmInFlight--
 	} else {
@@ -721,6 +712,8 @@ func (d *driver) recordTimed(r *engine.Request) {
 		OutputTokens:    r.NumOutput,
 		CachedTokens:    r.CachedTokens,
 		Preemptions:     r.Preemptions,
+		Session:         r.SessionID,
+		Turn:            r.Turn,
 	}
 	end := d.now
 	if r.Status == engine.StatusRejected {
@@ -840,6 +833,8 @@ func (d *driver) expire(slot int32, at time.Duration) {
 		OutputTokens:    r.NumOutput,
 		CachedTokens:    r.CachedTokens,
 		Preemptions:     r.Preemptions,
+		Session:         r.SessionID,
+		Turn:            r.Turn,
 		Rejected:        true,
 		RejectReason:    fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout),
 	}

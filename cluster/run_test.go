@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -300,5 +302,32 @@ func TestPrivateRequestsChangeNothing(t *testing.T) {
 	}
 	if preemptions == 0 || evictions == 0 {
 		t.Fatalf("the seeds never preempted (%d) or evicted (%d): the test checks nothing", preemptions, evictions)
+	}
+}
+
+// failingSink fails from its third request on.
+type failingSink struct{ n int }
+
+func (s *failingSink) Request(*metrics.RequestResult) error {
+	s.n++
+	if s.n >= 3 {
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+// A sink that cannot write ends the run with its error.
+func TestRunStopsOnSinkError(t *testing.T) {
+	sink := &failingSink{}
+	rec, err := metrics.NewRecorder(metrics.RecorderOptions{Sinks: []metrics.Sink{sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(Config{Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}, MaxConcurrency: 1}, fixed(200, 32, 3), rec)
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err %v, want the sink's", err)
+	}
+	if sink.n >= 200 {
+		t.Errorf("the run went on for %d requests after the sink failed", sink.n)
 	}
 }

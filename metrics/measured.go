@@ -83,7 +83,9 @@ type Recomputed struct {
 // ResultFromMeasured rebuilds a Result (and the RunInfo anchoring its
 // clock) from measured records, so that a format's own encoding formulas
 // apply to them (metrics/format recomputes published aggregates this way).
-// A request's latency is its end minus its start.
+// A request's latency is its end minus its start; file order is both its
+// Index and its completion order (Seq). Only the per-request fields, the
+// counts and the span are set.
 func ResultFromMeasured(reqs []MeasuredRequest) (*Result, *RunInfo) {
 	base := int64(math.MaxInt64)
 	for i := range reqs {
@@ -92,11 +94,18 @@ func ResultFromMeasured(reqs []MeasuredRequest) (*Result, *RunInfo) {
 	r := &Result{Detailed: true, Requests: make([]RequestResult, 0, len(reqs))}
 	for i := range reqs {
 		q := &reqs[i]
-		rr := RequestResult{Index: int64(i), Success: q.Success, Error: q.Error, InputTokens: q.InputTokens,
+		rr := RequestResult{Index: int64(i), Seq: int64(i), Success: q.Success, Error: q.Error, InputTokens: q.InputTokens,
 			Start: time.Duration(q.Start - base), End: time.Duration(q.End - base)}
 		if q.Success {
 			rr.OutputTokens, rr.TTFT, rr.Latency, rr.ITLs = q.OutputTokens, q.TTFT, time.Duration(q.End-q.Start), q.ITLs
+			r.Completed++
+		} else {
+			r.Failed++
 		}
+		if i == 0 {
+			r.FirstStart, r.LastEnd = rr.Start, rr.End
+		}
+		r.FirstStart, r.LastEnd = min(r.FirstStart, rr.Start), max(r.LastEnd, rr.End)
 		r.Requests = append(r.Requests, rr)
 	}
 	return r, &RunInfo{EpochUnixNano: base}

@@ -3,6 +3,11 @@
 // table and JSON. It knows nothing of the engine's insides. Its Result,
 // RunInfo and MeasuredRun are also what the other tools' formats
 // (metrics/format) write from and read back into.
+//
+// A run's result files stream: the Recorder hands every finished request
+// to its Sinks (JSONWriter, metrics/format's Exporter) and keeps only the
+// compact values its own statistics need, so memory follows the requests
+// in flight, not the run's length.
 package metrics
 
 import "time"
@@ -24,4 +29,8 @@ type Record struct {
 	// ClientQueueTime is how long the request waited for a --max-concurrency
 	// slot before Sent (vLLM bench's client_queue_time); zero without a cap.
 	ClientQueueTime time.Duration
+	// Session and Turn place a multi-turn request in its conversation
+	// (workload.Request's SessionID and Turn); Session 0 means none.
+	Session uint64
+	Turn    int
 }

@@ -1,16 +1,22 @@
 package metrics
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"blis/metrics/internal/pytext"
+	"blis/metrics/internal/reorder"
+	"blis/metrics/internal/spool"
 )
 
 // metricInfo is how vLLM bench's process_one_metric names a metric: key
@@ -127,26 +133,186 @@ func center(s string, c byte) string {
 	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
 }
 
-// WriteJSON writes the result as vLLM bench's result file: one line of
-// Python json.dump output (separators ", " and ": ", ASCII-only strings,
-// floats as Python's repr), keys in vLLM's order, then a newline. Unlike
-// vLLM it has no wall-clock fields (date), so the bytes depend only on the
-// result. Non-finite floats are written as null (Summarize produces none;
-// vLLM would write NaN). After vLLM's keys come BLIS's:
-// itl_percentile_relative_accuracy, gpu_kv_cache_tokens, num_preemptions,
-// prefix_cache_hit_rate, mean_batch_size and deployment.
+// JSONOptions configure a JSONWriter.
+type JSONOptions struct {
+	// Detailed adds the arrays vLLM bench writes only with
+	// --save-detailed (input_lens, output_lens, ttfts, itls, start_times,
+	// generated_texts, errors) and BLIS's cached_tokens and preemptions;
+	// it needs requests from a Detailed recorder for the itls.
+	Detailed bool
+	// EpochUnixNano is the wall-clock time of simulated time 0, written as
+	// "date"; 0 means DefaultEpochUnixNano.
+	EpochUnixNano int64
+	// TempDir holds the spooled per-request columns of a long run; ""
+	// means the system's temporary directory.
+	TempDir string
+}
+
+// JSONWriter streams vLLM bench's result file (--save-result): the
+// per-request arrays are written to spools as requests finish (in Index
+// order, as vLLM lists its outputs; a request that finishes ahead of a
+// lower index waits in a reorder buffer), and Close writes the document
+// around them. Its memory is the reorder buffer and the spools' buffers,
+// whatever the run's length.
 //
-// With detailed (--save-detailed) it adds vLLM's per-request arrays
-// (input_lens, output_lens, ttfts, itls, latencies, start_times,
-// queue_times, errors; times in seconds, requests in index order) and
-// BLIS's cached_tokens and preemptions; that needs a Result from a Detailed
-// recorder.
-func WriteJSON(w io.Writer, r *Result, detailed bool) error {
-	if detailed && !r.Detailed {
+// The document is one line of Python json.dump output (separators ", " and
+// ": ", ASCII-only strings, floats as Python's repr) with vLLM's keys in
+// vLLM's order (vllm/benchmarks/serve.py main_async and benchmark(),
+// vllm-project/vllm main @ 009e6d4a1cd6), then a newline:
+//
+//	date, endpoint_type, backend, label, model_id, tokenizer_id,
+//	num_prompts, the --metadata keys, request_rate, burstiness,
+//	max_concurrency, duration, completed, failed, total_input_tokens,
+//	total_output_tokens, request_throughput, request_goodput,
+//	output_throughput, total_token_throughput, [input_lens, output_lens,
+//	ttfts, itls], latencies, [start_times], queue_times, [generated_texts,
+//	errors], max_output_tokens_per_s, max_concurrent_requests, rtfx, then
+//	mean/median/std/pNN of each shown metric
+//
+// (bracketed: only when Detailed; vLLM deletes them without
+// --save-detailed and keeps latencies and queue_times). Where BLIS
+// differs: date is the simulated run's start (EpochUnixNano) formatted as
+// vLLM formats the wall clock ("%Y%m%d-%H%M%S"), in UTC rather than local
+// time, so the bytes depend only on the inputs; rtfx, vLLM's audio
+// RTFx, is 0.0 (no audio input); generated_texts holds an empty string per
+// request (BLIS generates no text); non-finite floats are written null
+// (vLLM would write NaN). After vLLM's keys come BLIS's:
+// itl_percentile_relative_accuracy, gpu_kv_cache_tokens, num_preemptions,
+// prefix_cache_hit_rate, mean_batch_size, deployment, and with Detailed
+// cached_tokens and preemptions.
+type JSONWriter struct {
+	w     io.Writer
+	opt   JSONOptions
+	order reorder.Buffer[jsonRow]
+	cols  []*jsonColumn
+	n     int64
+	err   error
+	b     []byte
+}
+
+// jsonRow is one request's entries in the per-request arrays.
+type jsonRow struct {
+	in, out, cached, pre    int
+	ttft, lat, start, queue time.Duration
+	itls                    []time.Duration
+	err                     string
+}
+
+// jsonColumn is one per-request array, spooled.
+type jsonColumn struct {
+	key   string
+	sp    *spool.Spool
+	write func(b []byte, q *jsonRow) []byte
+}
+
+// NewJSONWriter returns a writer of the result file to w.
+func NewJSONWriter(w io.Writer, opt JSONOptions) *JSONWriter {
+	j := &JSONWriter{w: w, opt: opt}
+	col := func(key string, write func(b []byte, q *jsonRow) []byte) {
+		j.cols = append(j.cols, &jsonColumn{key: key, sp: spool.New(opt.TempDir, 0), write: write})
+	}
+	sec := func(b []byte, d time.Duration) []byte { return pytext.AppendFloatRatio(b, Seconds(d), int64(d), 9) }
+	if opt.Detailed {
+		col("input_lens", func(b []byte, q *jsonRow) []byte { return strconv.AppendInt(b, int64(q.in), 10) })
+		col("output_lens", func(b []byte, q *jsonRow) []byte { return strconv.AppendInt(b, int64(q.out), 10) })
+		col("ttfts", func(b []byte, q *jsonRow) []byte { return sec(b, q.ttft) })
+		col("itls", func(b []byte, q *jsonRow) []byte {
+			b = append(b, '[')
+			for i, g := range q.itls {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = sec(b, g)
+			}
+			return append(b, ']')
+		})
+	}
+	col("latencies", func(b []byte, q *jsonRow) []byte { return sec(b, q.lat) })
+	if opt.Detailed {
+		col("start_times", func(b []byte, q *jsonRow) []byte { return sec(b, q.start) })
+	}
+	col("queue_times", func(b []byte, q *jsonRow) []byte { return sec(b, q.queue) })
+	if opt.Detailed {
+		col("errors", func(b []byte, q *jsonRow) []byte { return pytext.AppendJSONString(b, q.err, true) })
+		col("cached_tokens", func(b []byte, q *jsonRow) []byte { return strconv.AppendInt(b, int64(q.cached), 10) })
+		col("preemptions", func(b []byte, q *jsonRow) []byte { return strconv.AppendInt(b, int64(q.pre), 10) })
+	}
+	return j
+}
+
+// Request adds one finished request (any order; see Sink).
+func (j *JSONWriter) Request(q *RequestResult) error {
+	if j.err != nil {
+		return j.err
+	}
+	row := jsonRow{in: q.InputTokens, out: q.OutputTokens, cached: q.CachedTokens, pre: q.Preemptions,
+		ttft: q.TTFT, lat: q.Latency, start: q.Start, queue: q.QueueTime, itls: q.ITLs, err: q.Error}
+	if !j.order.InOrder(q.Index) {
+		row.itls = slices.Clone(row.itls) // held: q's gaps are reused once Request returns
+	}
+	j.order.Push(q.Index, row, j.emit)
+	return j.err
+}
+
+func (j *JSONWriter) emit(q jsonRow) {
+	if j.err != nil {
+		return
+	}
+	for _, c := range j.cols {
+		j.b = j.b[:0]
+		if j.n > 0 {
+			j.b = append(j.b, ", "...)
+		}
+		j.b = c.write(j.b, &q)
+		if _, err := c.sp.Write(j.b); err != nil {
+			j.err = err
+			return
+		}
+	}
+	j.n++
+}
+
+// Close writes the document for r, whose requests were all given to
+// Request, and releases the spools. It does not close the underlying
+// writer.
+func (j *JSONWriter) Close(r *Result) error {
+	defer func() {
+		for _, c := range j.cols {
+			c.sp.Close()
+		}
+	}()
+	if j.opt.Detailed && !r.Detailed {
 		return fmt.Errorf("metrics: detailed JSON needs a recorder made with RecorderOptions.Detailed")
 	}
+	j.order.Flush(j.emit)
+	if j.err != nil {
+		return j.err
+	}
+	columns := map[string]*jsonColumn{}
+	for _, c := range j.cols {
+		columns[c.key] = c
+	}
+	spliced := func(key string) pySplice {
+		c := columns[key]
+		return func(w io.Writer) error {
+			if _, err := io.WriteString(w, "["); err != nil {
+				return err
+			}
+			if err := c.sp.WriteTo(w, 0, nil); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, "]")
+			return err
+		}
+	}
+	n := j.n
 	var o pyObject
 	// main_async(): run description.
+	epoch := j.opt.EpochUnixNano
+	if epoch == 0 {
+		epoch = DefaultEpochUnixNano
+	}
+	o.set("date", time.Unix(0, epoch).UTC().Format("20060102-150405"))
 	o.set("endpoint_type", nullable(r.Backend))
 	o.set("backend", nullable(r.Backend))
 	o.set("label", nullable(r.Label))
@@ -181,30 +347,24 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 	}
 	o.set("output_throughput", r.OutputThroughput)
 	o.set("total_token_throughput", r.TotalTokenThroughput)
+	detailed := j.opt.Detailed
 	if detailed {
-		n := len(r.Requests)
-		in, out := make([]int64, n), make([]int64, n)
-		ttfts, lat, start, queue := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-		itls := make([][]float64, n)
-		errs := make([]string, n)
-		for i, q := range r.Requests {
-			in[i], out[i] = int64(q.InputTokens), int64(q.OutputTokens)
-			ttfts[i], lat[i] = Seconds(q.TTFT), Seconds(q.Latency)
-			start[i], queue[i] = Seconds(q.Start), Seconds(q.QueueTime)
-			itls[i] = durationsToSeconds(q.ITLs)
-			errs[i] = q.Error
+		for _, k := range []string{"input_lens", "output_lens", "ttfts", "itls"} {
+			o.set(k, spliced(k))
 		}
-		o.set("input_lens", in)
-		o.set("output_lens", out)
-		o.set("ttfts", ttfts)
-		o.set("itls", itls)
-		o.set("latencies", lat)
-		o.set("start_times", start)
-		o.set("queue_times", queue)
-		o.set("errors", errs)
+	}
+	o.set("latencies", spliced("latencies"))
+	if detailed {
+		o.set("start_times", spliced("start_times"))
+	}
+	o.set("queue_times", spliced("queue_times"))
+	if detailed {
+		o.set("generated_texts", pySplice(func(w io.Writer) error { return writeRepeated(w, `""`, n) }))
+		o.set("errors", spliced("errors"))
 	}
 	o.set("max_output_tokens_per_s", r.MaxOutputTokensPerS)
 	o.set("max_concurrent_requests", int64(r.MaxConcurrentRequests))
+	o.set("rtfx", 0.0)
 	for _, m := range r.ShownMetrics() {
 		st := r.Stat(m)
 		o.set("mean_"+m+"_ms", st.Mean)
@@ -226,27 +386,69 @@ func WriteJSON(w io.Writer, r *Result, detailed bool) error {
 	}
 	o.set("deployment", dep)
 	if detailed {
-		cached, pre := make([]int64, len(r.Requests)), make([]int64, len(r.Requests))
-		for i, q := range r.Requests {
-			cached[i], pre[i] = int64(q.CachedTokens), int64(q.Preemptions)
-		}
-		o.set("cached_tokens", cached)
-		o.set("preemptions", pre)
+		o.set("cached_tokens", spliced("cached_tokens"))
+		o.set("preemptions", spliced("preemptions"))
 	}
-
-	var buf bytes.Buffer
-	o.encode(&buf)
-	buf.WriteByte('\n')
-	_, err = w.Write(buf.Bytes())
-	return err
+	return o.encodeTo(j.w)
 }
 
-func durationsToSeconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = Seconds(d)
+// writeRepeated writes "[v, v, …]" with n copies of v.
+func writeRepeated(w io.Writer, v string, n int64) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			bw.WriteString(", ")
+		}
+		bw.WriteString(v)
 	}
-	return out
+	bw.WriteByte(']')
+	return bw.Flush()
+}
+
+// WriteJSON writes r as vLLM bench's result file (see JSONWriter), from
+// r.Requests, with the default epoch. With detailed (--save-detailed) it
+// needs a Result from a Detailed recorder.
+func WriteJSON(w io.Writer, r *Result, detailed bool) error {
+	j := NewJSONWriter(w, JSONOptions{Detailed: detailed})
+	for i := range r.Requests {
+		if err := j.Request(&r.Requests[i]); err != nil {
+			j.Close(r)
+			return err
+		}
+	}
+	return j.Close(r)
+}
+
+// CreateResultFile opens path for a result file, making its directory. In
+// append mode (vLLM's --append-result) it appends to what the file holds,
+// as vLLM opens it with mode "a+": a file that does not end in a newline
+// gets one first, so the file holds one JSON document per line.
+func CreateResultFile(path string, appendMode bool) (*os.File, error) {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if !appendMode {
+		return os.Create(path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err = f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			_, err = f.Write([]byte{'\n'})
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func nullable(s string) any {
@@ -275,66 +477,66 @@ func (o *pyObject) set(k string, v any) {
 	o.vals = append(o.vals, v)
 }
 
-func (o *pyObject) encode(b *bytes.Buffer) {
-	b.WriteByte('{')
+// pySplice is a value that writes itself: a spooled per-request array.
+type pySplice func(w io.Writer) error
+
+// encodeTo writes the object, then a newline, through a buffer flushed
+// before each spliced value.
+func (o *pyObject) encodeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b []byte
+	b = append(b, '{')
 	for i, k := range o.keys {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		writePyString(b, k)
-		b.WriteString(": ")
-		writePyValue(b, o.vals[i])
-	}
-	b.WriteByte('}')
-}
-
-// writePyList writes xs as json.dump does: "[a, b, c]".
-func writePyList[T any](b *bytes.Buffer, xs []T, write func(T)) {
-	b.WriteByte('[')
-	for i, e := range xs {
-		if i > 0 {
-			b.WriteString(", ")
+		b = pytext.AppendJSONString(b, k, true)
+		b = append(b, ": "...)
+		if sp, ok := o.vals[i].(pySplice); ok {
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+			if err := sp(bw); err != nil {
+				return err
+			}
+			continue
 		}
-		write(e)
+		b = appendPyValue(b, o.vals[i])
 	}
-	b.WriteByte(']')
+	b = append(b, '}', '\n')
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // pyRaw is JSON text already in Python's json.dump form.
 type pyRaw []byte
 
-func writePyValue(b *bytes.Buffer, v any) {
+func appendPyValue(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("null")
+		return append(b, "null"...)
 	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
+		return strconv.AppendInt(b, x, 10)
 	case float64:
-		writePyFloat(b, x)
+		return appendPyFloat(b, x)
 	case string:
-		writePyString(b, x)
+		return pytext.AppendJSONString(b, x, true)
 	case pyRaw:
-		b.Write(x)
-	case []int64:
-		writePyList(b, x, func(e int64) { b.WriteString(strconv.FormatInt(e, 10)) })
-	case []float64:
-		writePyList(b, x, func(e float64) { writePyFloat(b, e) })
-	case [][]float64:
-		writePyList(b, x, func(e []float64) { writePyValue(b, e) })
-	case []string:
-		writePyList(b, x, func(e string) { writePyString(b, e) })
+		return append(b, x...)
 	default: // unreachable: only this file builds values
-		b.WriteString("null")
+		return append(b, "null"...)
 	}
 }
 
-// writePyFloat writes Python's float repr; NaN and ±Inf as null.
-func writePyFloat(b *bytes.Buffer, x float64) {
+// appendPyFloat appends Python's float repr; NaN and ±Inf as null.
+func appendPyFloat(b []byte, x float64) []byte {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
-		b.WriteString("null")
-		return
+		return append(b, "null"...)
 	}
-	b.WriteString(pytext.Float(x))
+	return pytext.AppendFloat(b, x)
 }
 
 // writePyString writes s as Python's json.dumps does with ensure_ascii.
@@ -342,7 +544,7 @@ func writePyString(b *bytes.Buffer, s string) { pytext.WriteJSONString(b, s, tru
 
 // pyMarshal encodes v with encoding/json (so struct tags, map key order and
 // Marshalers apply), then respaces it and re-escapes its strings in
-// json.dump's style. Numbers keep Go's spelling.
+// json.dump's style. Numbers keep Go's spelling. It runs once per file.
 func pyMarshal(v any) (pyRaw, error) {
 	compact, err := json.Marshal(v)
 	if err != nil {

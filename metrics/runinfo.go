@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 	"time"
 )
 
@@ -40,10 +39,11 @@ type RunInfo struct {
 	BenchmarkID string
 	Version     string // BLIS version, written where a format names the tool that wrote it
 
-	// Conversation maps a request index to its conversation and turn
-	// (multi-turn workloads). Nil means every request is a conversation
-	// of its own (conversation = index, turn 0).
-	Conversation func(index int64) (conversation int64, turn int)
+	// MultiTurn says the workload has multi-turn sessions: the formats
+	// then name each request's conversation (inference-perf's session_id),
+	// and a request outside any session is a conversation of its own
+	// numbered −1 − Index, clear of the session ids.
+	MultiTurn bool
 }
 
 // Epoch is the Unix time, in nanoseconds, of simulated time 0.
@@ -91,12 +91,16 @@ func (ri *RunInfo) ToolVersion() string {
 	return "blis " + ri.Version
 }
 
-// ConversationOf is the conversation and turn of request index.
-func (ri *RunInfo) ConversationOf(index int64) (int64, int) {
-	if ri.Conversation == nil {
-		return index, 0
+// ConversationOf is the conversation and turn of q: its session, or a
+// conversation of its own (its Index; −1 − Index in a MultiTurn run).
+func (ri *RunInfo) ConversationOf(q *RequestResult) (int64, int) {
+	switch {
+	case q.Session != 0:
+		return int64(q.Session), q.Turn
+	case ri.MultiTurn:
+		return -1 - q.Index, 0
 	}
-	return ri.Conversation(index)
+	return q.Index, 0
 }
 
 // RunID is BenchmarkID or a stable id derived from the run description
@@ -137,13 +141,8 @@ func (ri *RunInfo) UnixSeconds(t time.Duration) float64 {
 // RequestSpan is the first send and the last end over r's requests, in
 // Unix nanoseconds; ok is false when r has none.
 func (ri *RunInfo) RequestSpan(r *Result) (start, end int64, ok bool) {
-	if len(r.Requests) == 0 {
+	if r.Completed+r.Failed == 0 {
 		return 0, 0, false
 	}
-	start, end = int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range r.Requests {
-		start = min(start, ri.UnixNano(r.Requests[i].Start))
-		end = max(end, ri.UnixNano(r.Requests[i].End))
-	}
-	return start, end, true
+	return ri.UnixNano(r.FirstStart), ri.UnixNano(r.LastEnd), true
 }

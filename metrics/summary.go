@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"blis/metrics/internal/numpy"
+	"blis/metrics/internal/vlog"
 )
 
 // What vLLM bench computes, mirrored from vllm/benchmarks/serve.py
@@ -66,9 +66,14 @@ type Stat struct {
 	Percentiles       []float64 // one per Result.Percentiles
 }
 
-// RequestResult is one request as --save-detailed lists it.
+// RequestResult is one finished request as the client reports it: what
+// the per-request outputs (--save-detailed, the export formats) list.
 type RequestResult struct {
-	Index        int64
+	Index int64
+	// Seq is the request's place in completion order (0 for the first to
+	// finish): the order aiperf, GuideLLM and inference-perf record
+	// requests in.
+	Seq          int64
 	Success      bool
 	Error        string // "" on success
 	InputTokens  int
@@ -81,6 +86,8 @@ type RequestResult struct {
 	ITLs         []time.Duration
 	CachedTokens int
 	Preemptions  int
+	Session      uint64 // Record.Session: 0 outside any multi-turn session
+	Turn         int
 }
 
 // Result is a run's summary: vLLM bench's result plus BLIS's extras. Times
@@ -109,6 +116,9 @@ type Result struct {
 	// MaxConcurrentRequests is the peak number of completed requests whose
 	// [Sent, Finish) intervals overlap (exact sweep line).
 	MaxConcurrentRequests int
+	// FirstStart and LastEnd span every finished request (completed or
+	// failed): the earliest Start and the latest End; zero without any.
+	FirstStart, LastEnd time.Duration
 
 	Percentiles []float64
 	Metrics     []string // metrics with percentile sections, in vLLM's order
@@ -125,15 +135,28 @@ type Result struct {
 	MeanBatchSize      float64 // mean scheduled requests per engine step
 	Deployment         any
 
-	// Requests lists every finished request in Index order. ITLs are kept
-	// only when Detailed (the recorder was Detailed).
+	// Requests lists every finished request in Index order, unless the
+	// recorder was made with OmitRequests. ITLs are kept only when
+	// Detailed (the recorder was Detailed).
 	Requests []RequestResult
 	Detailed bool
+}
+
+// InCompletionOrder is r's requests in the order they finished (Seq): the
+// order the streaming writers were given them in.
+func (r *Result) InCompletionOrder() []*RequestResult {
+	out := make([]*RequestResult, len(r.Requests))
+	for i := range r.Requests {
+		out[i] = &r.Requests[i]
+	}
+	slices.SortStableFunc(out, func(a, b *RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
 }
 
 // Summarize computes the run's result. It does not change the recorder and
 // gives the same result, bit for bit, for the same recorded events.
 func (r *Recorder) Summarize(in SummaryInput) *Result {
+	st := &r.stats
 	res := &Result{
 		Backend: in.Backend, Label: in.Label, ModelID: in.ModelID, TokenizerID: in.TokenizerID,
 		NumPrompts: in.NumPrompts, Metadata: slices.Clone(in.Metadata),
@@ -141,6 +164,10 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 		DurationS:   Seconds(in.Duration),
 		Percentiles: slices.Clone(r.percentiles),
 		Metrics:     slices.Clone(r.metrics),
+
+		Completed: st.completed, Failed: st.failed,
+		TotalInputTokens: st.totalIn, TotalOutputTokens: st.totalOut,
+		FirstStart: st.first, LastEnd: st.last,
 
 		ITLRelativeAccuracy: r.itl.RelativeAccuracy(),
 		GPUKVCacheTokens:    in.GPUKVCacheTokens,
@@ -152,132 +179,160 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 	if r.steps > 0 {
 		res.MeanBatchSize = float64(r.stepRows) / float64(r.steps)
 	}
-
-	// vLLM's outputs list is in request order; numpy's sums depend on it.
-	order := make([]int, len(r.records))
-	for i := range order {
-		order[i] = i
+	if r.keep {
+		// vLLM's outputs list is in request order.
+		res.Requests = slices.Clone(r.kept)
+		slices.SortStableFunc(res.Requests, func(a, b RequestResult) int { return cmp.Compare(a.Index, b.Index) })
 	}
-	sort.SliceStable(order, func(a, b int) bool { return r.records[order[a]].Index < r.records[order[b]].Index })
-
-	var ttfts, tpots, allTPOTs, e2els, queues, e2elsQueue []float64
-	type span struct{ start, end time.Duration }
-	var spans []span
-	res.Requests = make([]RequestResult, 0, len(order))
-	for _, i := range order {
-		rec := &r.records[i]
-		rr := RequestResult{
-			Index: rec.Index, InputTokens: rec.InputTokens, Start: rec.Sent, End: rec.Finish,
-			QueueTime: rec.ClientQueueTime, CachedTokens: rec.CachedTokens, Preemptions: rec.Preemptions,
-		}
-		if r.detailed {
-			rr.ITLs = r.itls[i]
-		}
-		switch {
-		case rec.Rejected:
-			rr.Error = rec.RejectReason
-			if rr.Error == "" {
-				rr.Error = "rejected"
-			}
-		case rec.OutputTokens <= 0:
-			rr.Error = NoChunkError
-		default:
-			rr.Success = true
-			rr.OutputTokens = rec.OutputTokens
-			rr.TTFT = rec.FirstToken - rec.Sent
-			rr.Latency = rec.Finish - rec.Sent
-		}
-		if !rr.Success {
-			rr.ITLs = nil
-			res.Failed++
-			res.Requests = append(res.Requests, rr)
-			continue
-		}
-		res.Completed++
-		res.TotalInputTokens += int64(rr.InputTokens)
-		res.TotalOutputTokens += int64(rr.OutputTokens)
-		ttft, lat := Seconds(rr.TTFT), Seconds(rr.Latency)
-		tpot := 0.0
-		if rr.OutputTokens > 1 {
-			tpot = (lat - ttft) / float64(rr.OutputTokens-1)
-			tpots = append(tpots, tpot)
-		}
-		allTPOTs = append(allTPOTs, tpot)
-		ttfts = append(ttfts, ttft)
-		e2els = append(e2els, lat)
-		q := Seconds(rr.QueueTime)
-		queues = append(queues, q)
-		e2elsQueue = append(e2elsQueue, lat+q)
-		spans = append(spans, span{rec.Sent, rec.Finish})
-		res.Requests = append(res.Requests, rr)
-	}
-
 	if d := res.DurationS; d > 0 {
 		res.RequestThroughput = float64(res.Completed) / d
 		res.OutputThroughput = float64(res.TotalOutputTokens) / d
 		res.TotalTokenThroughput = float64(res.TotalInputTokens+res.TotalOutputTokens) / d
 	}
 
+	// The completed requests in Index order: the rows logged so far, then
+	// those still waiting for a lower index.
+	var held []statRow
+	st.order.Each(func(row statRow) {
+		if row.ok {
+			held = append(held, row)
+		}
+	})
+	each := func(fn func(row statRow)) {
+		st.rows.each(fn)
+		for _, row := range held {
+			fn(row)
+		}
+	}
+
 	if slos := lastSLOs(in.Goodput); len(slos) > 0 {
 		res.HasGoodput = true
 		good := 0
-		for i := range ttfts {
-			ok := true
+		each(func(row statRow) {
+			ttft, lat := Seconds(row.ttft), Seconds(row.lat)
 			for _, s := range slos {
 				var v float64
 				switch s.Metric {
 				case MetricTTFT:
-					v = ttfts[i]
+					v = ttft
 				case MetricTPOT:
-					v = allTPOTs[i]
+					v = tpotOf(ttft, lat, row.out)
 				case MetricE2EL:
-					v = e2els[i]
+					v = lat
 				}
 				if !(s.MS/1000 >= v) {
-					ok = false
+					return
 				}
 			}
-			if ok {
-				good++
-			}
-		}
+			good++
+		})
 		if res.DurationS > 0 {
 			res.RequestGoodput = float64(good) / res.DurationS
 		}
 	}
 
-	if len(spans) > 0 {
+	if res.Completed > 0 {
 		for _, c := range r.tokens {
 			res.MaxOutputTokensPerS = max(res.MaxOutputTokensPerS, float64(c))
 		}
-		// Sweep line over half-open [start, end): a departure precedes an
-		// arrival at the same instant.
-		type event struct {
-			at    time.Duration
-			delta int
-		}
-		ev := make([]event, 0, 2*len(spans))
-		for _, s := range spans {
-			ev = append(ev, event{s.start, 1}, event{s.end, -1})
-		}
-		slices.SortFunc(ev, func(a, b event) int {
-			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta))
-		})
-		cur := 0
-		for _, e := range ev {
-			cur += e.delta
-			res.MaxConcurrentRequests = max(res.MaxConcurrentRequests, cur)
-		}
+		res.MaxConcurrentRequests = r.conc.result()
 	}
 
+	// Each metric is a sequence read from the rows, one pass per sum: no
+	// array of every value unless it is short (numpy.Seq.Order).
 	p := r.percentiles
-	res.TTFT = msStat(ValueStats(ttfts, p))
-	res.TPOT = msStat(ValueStats(tpots, p))
-	res.E2EL = msStat(ValueStats(e2els, p))
-	res.ClientQueueTime = msStat(ValueStats(queues, p))
-	res.E2ELIncludingClientQueue = msStat(ValueStats(e2elsQueue, p))
+	buf := numpy.Buffer(res.Completed)
+	stat := func(n int, value func(row statRow) (float64, bool)) Stat {
+		seq := numpy.Seq{N: n, Open: func() func() float64 {
+			rd := st.rows.log.Reader()
+			logged, h := st.rows.n, 0
+			return func() float64 {
+				for {
+					var row statRow
+					if logged > 0 {
+						row = st.rows.read(&rd)
+						logged--
+					} else {
+						row = held[h]
+						h++
+					}
+					if v, ok := value(row); ok {
+						return v
+					}
+				}
+			}
+		}}
+		return msStat(seqStats(seq, p, buf))
+	}
+	res.TTFT = stat(res.Completed, func(row statRow) (float64, bool) { return Seconds(row.ttft), true })
+	res.TPOT = stat(st.multiToken, func(row statRow) (float64, bool) {
+		return tpotOf(Seconds(row.ttft), Seconds(row.lat), row.out), row.out > 1
+	})
+	res.E2EL = stat(res.Completed, func(row statRow) (float64, bool) { return Seconds(row.lat), true })
+	res.ClientQueueTime = stat(res.Completed, func(row statRow) (float64, bool) { return Seconds(row.queue), true })
+	res.E2ELIncludingClientQueue = stat(res.Completed, func(row statRow) (float64, bool) {
+		return Seconds(row.lat) + Seconds(row.queue), true
+	})
 	res.ITL = r.itlStat()
 	return res
+}
+
+// seqStats is ValueStats of a sequence.
+func seqStats(seq numpy.Seq, percentiles []float64, buf []float64) (mean, median, std float64, pct []float64) {
+	pct = make([]float64, len(percentiles))
+	if seq.N == 0 {
+		return 0, 0, 0, pct
+	}
+	mean, std = seq.Mean(), seq.Std()
+	sorted := seq.Order(buf, percentiles)
+	median = sorted.Median()
+	for i, p := range percentiles {
+		pct[i] = sorted.Percentile(p)
+	}
+	return mean, median, std, pct
+}
+
+// tpotOf is vLLM's per-request TPOT: (latency − ttft) / (output − 1), and 0
+// with one output token (as goodput counts it).
+func tpotOf(ttft, lat float64, out int) float64 {
+	if out <= 1 {
+		return 0
+	}
+	return (lat - ttft) / float64(out-1)
+}
+
+// rowLog keeps the completed requests' TTFT, E2EL, queue time and output
+// tokens as varints: about 10 bytes a request.
+type rowLog struct {
+	log vlog.Log
+	n   int64
+}
+
+func (l *rowLog) add(row statRow) {
+	if !row.ok {
+		return
+	}
+	l.log.Int(int64(row.ttft))
+	l.log.Int(int64(row.lat))
+	l.log.Int(int64(row.queue))
+	l.log.Int(int64(row.out))
+	l.n++
+}
+
+func (l *rowLog) each(fn func(row statRow)) {
+	rd := l.log.Reader()
+	for range l.n {
+		fn(l.read(&rd))
+	}
+}
+
+func (l *rowLog) read(rd *vlog.Reader) statRow {
+	row := statRow{ok: true}
+	row.ttft = time.Duration(rd.Int())
+	row.lat = time.Duration(rd.Int())
+	row.queue = time.Duration(rd.Int())
+	row.out = int(rd.Int())
+	return row
 }
 
 // itlStat reports the ITL sketch like numpy would the full list: exact mean
@@ -300,17 +355,21 @@ func (r *Recorder) itlStat() Stat {
 // base unit (seconds): mean, median, std and the selected percentiles. An
 // empty list gives zeros, as vLLM's `np.mean(values or 0)` does.
 func ValueStats(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
+	return valueStatsInPlace(slices.Clone(values), percentiles)
+}
+
+// valueStatsInPlace is ValueStats sorting values itself.
+func valueStatsInPlace(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
 	pct = make([]float64, len(percentiles))
 	if len(values) == 0 {
 		return 0, 0, 0, pct
 	}
 	mean = numpy.Mean(values)
 	std = numpy.Std(values)
-	s := slices.Clone(values)
-	slices.Sort(s)
-	median = numpy.MedianSorted(s)
+	numpy.SortFloats(values)
+	median = numpy.MedianSorted(values)
 	for i, p := range percentiles {
-		pct[i] = numpy.PercentileSorted(s, p)
+		pct[i] = numpy.PercentileSorted(values, p)
 	}
 	return mean, median, std, pct
 }

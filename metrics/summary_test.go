@@ -35,7 +35,7 @@ func threeRequests(t testing.TB, opts RecorderOptions, finishOrder []int) *Recor
 		{Index: 2, Sent: 1000 * ms, Scheduled: 1100 * ms, FirstToken: 1400 * ms, Finish: 1400 * ms, InputTokens: 50, OutputTokens: 1, ClientQueueTime: 250 * ms},
 		{Index: 3, Sent: 1200 * ms, Scheduled: 1200 * ms, FirstToken: 1200 * ms, Finish: 1200 * ms, InputTokens: 5000, Rejected: true, RejectReason: "prompt (5000 tokens) longer than max_model_len 4096"},
 	}
-	r.Send(0)
+	r.Send(0, 0)
 	// Token times in simulated order.
 	type tok struct {
 		at  time.Duration
@@ -370,8 +370,8 @@ func TestTokenBucketOrigin(t *testing.T) {
 	}
 	for _, tc := range tests {
 		r, _ := NewRecorder(RecorderOptions{})
-		for _, s := range tc.send {
-			r.Send(s)
+		for i, s := range tc.send {
+			r.Send(int64(i), s)
 		}
 		for _, at := range tc.toks {
 			r.AddTokens(at, 1)
@@ -404,7 +404,7 @@ func TestPercentileWord(t *testing.T) {
 
 func TestRecorderHotPathNoAlloc(t *testing.T) {
 	r, _ := NewRecorder(RecorderOptions{})
-	r.Send(0)
+	r.Send(0, 0)
 	for i := range 10_000 {
 		r.AddITL(int64(i%64), time.Duration(5+i%50)*ms)
 		r.AddTokens(time.Duration(i)*ms, 1)

@@ -104,13 +104,24 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 			metricNames = append(metricNames, m)
 		}
 	}
+	// aiperf's and inference-perf's per-request exports list every chunk.
+	detailed := s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf")
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
-		Percentiles: s.MetricPercentiles, Metrics: metricNames,
-		// aiperf's and inference-perf's per-request exports list every chunk.
-		Detailed: s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf"),
+		Percentiles: s.MetricPercentiles, Metrics: metricNames, Detailed: detailed,
+		// The result files stream through sinks: nothing is kept per
+		// request but the statistics' compact values, on disk beyond 4 MiB.
+		OmitRequests: true, TempDir: spillDir(s, res.Model.ID),
 	})
 	if err != nil {
 		return &scenario.InputError{Msg: err.Error()}
+	}
+	defer rec.Close()
+	outs, err := openOutputs(s, res, detailed, s.AppendResult)
+	if err != nil {
+		return err
+	}
+	for _, sink := range outs.sinks() {
+		rec.AddSink(sink)
 	}
 	cfg := res.ClientConfig()
 	total := s.NumPrompts // 0: the dataset's own count, unknown until read
@@ -123,7 +134,11 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	}
 	out, err := cluster.Run(cfg, res.Source, rec)
 	bar.Done()
+	if err == nil {
+		err = rec.Err()
+	}
 	if err != nil {
+		outs.abort()
 		return err
 	}
 	printClient(stderr, s, out)
@@ -148,27 +163,14 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	})
 	w := bufio.NewWriter(stdout)
 	if err := metrics.WriteTable(w, summary); err != nil {
+		outs.abort()
 		return err
 	}
 	if err := w.Flush(); err != nil {
+		outs.abort()
 		return err
 	}
-	if s.Export != "" {
-		if err := export(s, res, out, summary, stderr); err != nil {
-			return err
-		}
-	}
-	if s.AppendResult {
-		fmt.Fprintln(stderr, "INFO --append-result: the result file is written whole, not appended to")
-	}
-	if s.SaveResult || s.SaveDetailed || s.AppendResult {
-		path := resultPath(s, res.Model.ID)
-		if err := writeResult(path, summary, s.SaveDetailed); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "Result written to %s\n", path)
-	}
-	return nil
+	return outs.close(summary, stderr)
 }
 
 func metadataOf(kvs []scenario.KV) []metrics.KV {
@@ -245,27 +247,167 @@ func resultPath(s scenario.Scenario, model string) string {
 	return name
 }
 
-func writeResult(path string, r *metrics.Result, detailed bool) error {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+// spillDir is where the recorder spills: next to the run's first output,
+// else the system's temporary directory.
+func spillDir(s scenario.Scenario, model string) string {
+	switch {
+	case strings.TrimSpace(s.Export) != "" && s.ExportDir != "":
+		return s.ExportDir
+	case strings.TrimSpace(s.Export) != "":
+		return "."
+	case s.SaveResult || s.SaveDetailed:
+		return filepath.Dir(resultPath(s, model))
+	}
+	return os.TempDir()
+}
+
+// outputs are a run's result files, open before the simulation starts so
+// that each request streams to them as it finishes: the --export formats
+// and the --save-result JSON.
+type outputs struct {
+	exporter *format.Exporter
+	result   *resultFile
+}
+
+// openOutputs creates the files the scenario asks for. appendResult is
+// vLLM's --append-result: add the result JSON as one more line of an
+// existing file.
+func openOutputs(s scenario.Scenario, res *scenario.Resolved, detailed, appendResult bool) (*outputs, error) {
+	o := &outputs{}
+	var formats []string
+	for _, f := range strings.Split(s.Export, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			formats = append(formats, f)
+		}
+	}
+	if len(formats) > 0 {
+		multi, err := multiTurn(s, res)
+		if err != nil {
+			return nil, err
+		}
+		info := metrics.RunInfo{
+			Model: res.Model.ID, Chip: strings.ToUpper(res.Chip.Name), Precision: res.Model.WeightDtype,
+			TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, RangeRatio: s.RandomRangeRatio,
+			Seed: s.Seed, Version: buildVersion(), MultiTurn: multi,
+		}
+		dir := s.ExportDir
+		if dir == "" {
+			dir = "."
+		}
+		if o.exporter, err = format.NewExporter(dir, formats, info, detailed); err != nil {
+			return nil, err
+		}
+	}
+	if s.SaveResult || s.SaveDetailed || appendResult {
+		rf, err := openResult(resultPath(s, res.Model.ID), s.SaveDetailed, appendResult)
+		if err != nil {
+			o.abort()
+			return nil, err
+		}
+		o.result = rf
+	}
+	return o, nil
+}
+
+func (o *outputs) sinks() []metrics.Sink {
+	var out []metrics.Sink
+	if o.exporter != nil {
+		out = append(out, o.exporter)
+	}
+	if o.result != nil {
+		out = append(out, o.result.json)
+	}
+	return out
+}
+
+// close finishes every file with the run's summary and names them on
+// stderr.
+func (o *outputs) close(summary *metrics.Result, stderr io.Writer) error {
+	if o.exporter != nil {
+		paths, err := o.exporter.Close(summary)
+		for _, p := range paths {
+			fmt.Fprintf(stderr, "Exported %s\n", p)
+		}
+		if err != nil {
+			if o.result != nil {
+				o.result.abort()
+			}
 			return err
 		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	if o.result != nil {
+		if err := o.result.close(summary); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Result written to %s\n", o.result.path)
 	}
-	w := bufio.NewWriter(f)
-	if err := metrics.WriteJSON(w, r, detailed); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
+
+// abort closes every file unfinished.
+func (o *outputs) abort() {
+	if o.exporter != nil {
+		o.exporter.Abort()
+	}
+	if o.result != nil {
+		o.result.abort()
+	}
+}
+
+// multiTurn reports whether the workload has multi-turn sessions (the
+// exports then name every request's conversation): it reads the workload
+// from its start to its first session request, or to its end when it has
+// none. The datasets that never have sessions are not read.
+func multiTurn(s scenario.Scenario, res *scenario.Resolved) (bool, error) {
+	switch s.Dataset() {
+	case workload.DatasetMooncake, workload.DatasetSessions, workload.DatasetSharedPrefix:
+	case workload.DatasetAgentic:
+		return true, nil
+	default:
+		return false, nil
+	}
+	src, err := res.Reopen()
+	if err != nil {
+		return false, err
+	}
+	defer workload.Close(src)
+	var r workload.Request
+	for src.Next(&r) {
+		if r.SessionID != 0 {
+			return true, nil
+		}
+	}
+	if err := workload.Err(src); err != nil {
+		return false, &scenario.InputError{Msg: err.Error()}
+	}
+	return false, nil
+}
+
+// resultFile is the --save-result JSON, streamed as requests finish.
+type resultFile struct {
+	path string
+	f    *os.File
+	json *metrics.JSONWriter
+}
+
+func openResult(path string, detailed, appendMode bool) (*resultFile, error) {
+	f, err := metrics.CreateResultFile(path, appendMode)
+	if err != nil {
+		return nil, err
+	}
+	return &resultFile{path: path, f: f, json: metrics.NewJSONWriter(f, metrics.JSONOptions{
+		Detailed: detailed, TempDir: filepath.Dir(path)})}, nil
+}
+
+func (rf *resultFile) close(summary *metrics.Result) error {
+	err := rf.json.Close(summary)
+	if cerr := rf.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (rf *resultFile) abort() { rf.f.Close() }
 
 // deployment is the resolved deployment as the result file reports it:
 // every vLLM default filled in, so a reader sees what was simulated.
@@ -456,43 +598,4 @@ func commas(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// export writes the --export formats into --export-dir.
-func export(s scenario.Scenario, res *scenario.Resolved, out cluster.Result, summary *metrics.Result, stderr io.Writer) error {
-	var formats []string
-	for _, f := range strings.Split(s.Export, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			formats = append(formats, f)
-		}
-	}
-	info := metrics.RunInfo{
-		Model: res.Model.ID, Chip: strings.ToUpper(res.Chip.Name), Precision: res.Model.WeightDtype,
-		TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, RangeRatio: s.RandomRangeRatio,
-		Seed: s.Seed, Version: buildVersion(),
-	}
-	if out.Turns != nil {
-		turns := out.Turns
-		info.Conversation = func(i int64) (int64, int) {
-			if t, ok := turns[i]; ok {
-				return int64(t.Session), t.Turn
-			}
-			return -1 - i, 0 // a request outside any session: its own conversation
-		}
-	}
-	dir := s.ExportDir
-	if dir == "" {
-		dir = "."
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	paths, err := format.Export(dir, formats, summary, info)
-	if err != nil {
-		return err
-	}
-	for _, p := range paths {
-		fmt.Fprintf(stderr, "Exported %s\n", p)
-	}
-	return nil
 }

@@ -17,10 +17,19 @@
 // output depends on the wall clock: absolute timestamps are simulated time
 // plus RunInfo.EpochUnixNano. The tool packages know nothing of each other
 // or of this registry.
+//
+// Each format is a streaming writer behind the Exporter (a metrics.Sink):
+// per-request records are written as requests finish — in completion
+// order, as aiperf, GuideLLM and inference-perf record them; vLLM's
+// arrays in request order — and each writer keeps for its aggregates a
+// few varints per request (and per chunk where the tool's statistics run
+// over chunks), spilled to temporary files beyond 4 MiB. Writing the
+// aggregates reads those values back in passes; GuideLLM's per-iteration
+// distributions and inference-perf's per-token ITL statistics hold one
+// entry per token while they are computed.
 package format
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -54,17 +63,30 @@ func Names() []string {
 
 var errIPNotDetailed = errors.New("metrics: export format inference-perf needs per-request chunk times: make the recorder with RecorderOptions.Detailed")
 
-// Export writes r in each of formats into dir (created if needed) and
-// returns the paths written, in Names order. Formats are named as Names
-// lists them; repeats are ignored. The aiperf records carry every
-// streamed-chunk gap, so the aiperf format needs a Result from a Detailed
-// recorder (RecorderOptions.Detailed); so does inference-perf for its
-// chunk times, and the vllm format to include the per-request arrays
-// (without it the summary alone is written).
-func Export(dir string, formats []string, r *metrics.Result, run metrics.RunInfo) ([]string, error) {
-	if r == nil {
-		return nil, fmt.Errorf("metrics: export: no result")
-	}
+// writer is one format's streaming writer.
+type writer interface {
+	metrics.Sink
+	// Close writes what is left for the run's summary and returns the
+	// files written.
+	Close(r *metrics.Result) ([]string, error)
+	// Abort closes the files without finishing them.
+	Abort()
+}
+
+// Exporter writes formats into a directory as a run goes: a metrics.Sink
+// to give the recorder (RecorderOptions.Sinks), closed with the run's
+// summary. Each format writes its per-request records as requests finish
+// and keeps only what its aggregates need.
+type Exporter struct {
+	writers []writer
+}
+
+// NewExporter creates the formats' files in dir (created if needed).
+// Formats are named as Names lists them; repeats are ignored. detailed says
+// the requests will carry their chunk gaps (a Detailed recorder), which
+// aiperf's and inference-perf's records need, and the vllm format's
+// per-request arrays (without it the summary alone is written).
+func NewExporter(dir string, formats []string, run metrics.RunInfo, detailed bool) (*Exporter, error) {
 	want := map[string]bool{}
 	for _, f := range formats {
 		f = strings.ToLower(strings.TrimSpace(f))
@@ -73,71 +95,134 @@ func Export(dir string, formats []string, r *metrics.Result, run metrics.RunInfo
 		}
 		want[f] = true
 	}
-	if want[AIPerf] && !r.Detailed {
+	if want[AIPerf] && !detailed {
 		return nil, fmt.Errorf("metrics: export format aiperf needs per-request chunk gaps: make the recorder with RecorderOptions.Detailed")
 	}
-	if want[InferencePerf] && !r.Detailed {
+	if want[InferencePerf] && !detailed {
 		return nil, errIPNotDetailed
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metrics: export: %w", err)
 	}
-	var written []string
-	write := func(name string, data []byte) error {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("metrics: export: %w", err)
-		}
-		written = append(written, p)
-		return nil
-	}
+	e := &Exporter{}
 	for _, f := range Names() {
 		if !want[f] {
 			continue
 		}
+		var w writer
 		var err error
 		switch f {
 		case VLLM:
-			var b bytes.Buffer
-			if err = metrics.WriteJSON(&b, r, r.Detailed); err == nil {
-				err = write(vllmbench.ResultFile, b.Bytes())
-			}
+			w, err = newVLLMWriter(dir, run, detailed)
 		case AIPerf:
-			var jsonl, agg, csv []byte
-			jsonl, agg, csv, err = aiperf.Encode(r, &run)
-			if err == nil {
-				err = write(aiperf.RecordsFile, jsonl)
-			}
-			if err == nil {
-				err = write(aiperf.JSONFile, agg)
-			}
-			if err == nil {
-				err = write(aiperf.CSVFile, csv)
-			}
+			w, err = aiperf.NewWriter(dir, run)
 		case GuideLLM:
-			err = write(guidellm.ReportFile, guidellm.Encode(r, &run))
+			w = guidellm.NewWriter(dir, run, detailed)
 		case LLMD:
-			var b []byte
-			if b, err = llmd.Encode(r, &run); err == nil {
-				err = write(llmd.ReportFile, b)
-			}
+			w = llmd.NewWriter(dir, run)
 		case InferenceX:
-			err = write(inferencex.ResultFile, inferencex.Encode(r, &run))
+			w = inferencex.NewWriter(dir, run)
 		case InferencePerf:
-			per, sum, stage := inferenceperf.Encode(r, &run)
-			err = write(inferenceperf.PerRequestFile, per)
-			if err == nil && sum != nil {
-				err = write(inferenceperf.SummaryFile, sum)
-				if err == nil {
-					err = write(fmt.Sprintf(inferenceperf.StageFilePattern, 0), stage)
-				}
-			}
+			w, err = inferenceperf.NewWriter(dir, run, "")
 		}
 		if err != nil {
-			return written, err
+			e.Abort()
+			return nil, fmt.Errorf("metrics: export: %w", err)
+		}
+		e.writers = append(e.writers, w)
+	}
+	return e, nil
+}
+
+// Request hands q to every format (see metrics.Sink).
+func (e *Exporter) Request(q *metrics.RequestResult) error {
+	for _, w := range e.writers {
+		if err := w.Request(q); err != nil {
+			return fmt.Errorf("metrics: export: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close finishes every format for r, whose requests were all given to
+// Request, and returns the paths written, in Names order.
+func (e *Exporter) Close(r *metrics.Result) ([]string, error) {
+	var written []string
+	for i, w := range e.writers {
+		paths, err := w.Close(r)
+		written = append(written, paths...)
+		if err != nil {
+			for _, rest := range e.writers[i+1:] {
+				rest.Abort()
+			}
+			return written, fmt.Errorf("metrics: export: %w", err)
 		}
 	}
 	return written, nil
+}
+
+// Abort closes every format's files without finishing them.
+func (e *Exporter) Abort() {
+	for _, w := range e.writers {
+		w.Abort()
+	}
+}
+
+// vllmWriter is the vllm format: metrics.JSONWriter into ResultFile.
+type vllmWriter struct {
+	f *os.File
+	j *metrics.JSONWriter
+}
+
+func newVLLMWriter(dir string, run metrics.RunInfo, detailed bool) (*vllmWriter, error) {
+	f, err := os.Create(filepath.Join(dir, vllmbench.ResultFile))
+	if err != nil {
+		return nil, err
+	}
+	return &vllmWriter{f: f, j: metrics.NewJSONWriter(f, metrics.JSONOptions{
+		Detailed: detailed, EpochUnixNano: run.Epoch(), TempDir: dir})}, nil
+}
+
+func (w *vllmWriter) Request(q *metrics.RequestResult) error { return w.j.Request(q) }
+
+func (w *vllmWriter) Close(r *metrics.Result) ([]string, error) {
+	err := w.j.Close(r)
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []string{w.f.Name()}, nil
+}
+
+func (w *vllmWriter) Abort() { w.f.Close() }
+
+// Export writes r in each of formats into dir (created if needed) and
+// returns the paths written, in Names order: an Exporter fed r's requests
+// in completion order (RequestResult.Seq). The aiperf records carry every
+// streamed-chunk gap, so the aiperf format needs a Result from a Detailed
+// recorder (RecorderOptions.Detailed); so does inference-perf for its
+// chunk times, and the vllm format to include the per-request arrays
+// (without it the summary alone is written).
+func Export(dir string, formats []string, r *metrics.Result, run metrics.RunInfo) ([]string, error) {
+	if r == nil {
+		return nil, fmt.Errorf("metrics: export: no result")
+	}
+	if run.Model == "" {
+		run.Model = run.ModelName(r)
+	}
+	e, err := NewExporter(dir, formats, run, r.Detailed)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range r.InCompletionOrder() {
+		if err := e.Request(q); err != nil {
+			e.Abort()
+			return nil, err
+		}
+	}
+	return e.Close(r)
 }
 
 // tool is what the registry knows of a format besides its writer.

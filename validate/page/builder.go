@@ -102,14 +102,20 @@ type fileLevel struct {
 	sc     scenario.Scenario
 	res    *scenario.Resolved
 	result *metrics.Result
-	turns  map[int64]cluster.SessionTurn
 	simErr error
 }
 
-func turnsOf(t map[int64]cluster.SessionTurn) func(int64) (string, int, bool) {
+// turnsOf gives each of r's requests its session and turn.
+func turnsOf(r *metrics.Result) func(int64) (string, int, bool) {
+	t := map[int64]*metrics.RequestResult{}
+	for i := range r.Requests {
+		if q := &r.Requests[i]; q.Session != 0 {
+			t[q.Index] = q
+		}
+	}
 	return func(i int64) (string, int, bool) {
-		if st, ok := t[i]; ok {
-			return strconv.FormatUint(st.Session, 10), st.Turn, true
+		if q, ok := t[i]; ok {
+			return strconv.FormatUint(q.Session, 10), q.Turn, true
 		}
 		// BLIS's exports write a request outside any session as its own
 		// conversation, numbered by its index, turn 0.
@@ -144,7 +150,6 @@ func simulateLevel(x *fileLevel) {
 		return
 	}
 	x.res = res
-	x.turns = out.Turns
 	x.result = rec.Summarize(metrics.SummaryInput{
 		Duration: out.Duration, Backend: "vllm", ModelID: res.Model.ID,
 		NumPrompts: x.sc.NumPrompts, RequestRate: x.sc.RequestRate, Burstiness: x.sc.Burstiness,
@@ -157,7 +162,7 @@ func simulateLevel(x *fileLevel) {
 // the page computes it: from records where the measured run has them.
 func fileBLISValues(x *fileLevel) score.Values {
 	if len(x.run.Requests) > 0 {
-		return score.RecordValues(score.ReqsFromResult(x.result, turnsOf(x.turns)))
+		return score.RecordValues(score.ReqsFromResult(x.result, turnsOf(x.result)))
 	}
 	return score.ResultValues(x.result)
 }

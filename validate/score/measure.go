@@ -1,6 +1,7 @@
 package score
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -132,11 +133,14 @@ func ReqsFromMeasured(run *metrics.MeasuredRun) []Req {
 }
 
 // ReqsFromResult converts BLIS's per-request results (ITLs only when the
-// recorder was Detailed). turns, when set, gives a request's session and
-// turn.
+// recorder was Detailed), in completion order, as BLIS's exports and the
+// tools they mirror list requests. turns, when set, gives a request's
+// session and turn.
 func ReqsFromResult(r *metrics.Result, turns func(index int64) (session string, turn int, ok bool)) []Req {
 	out := make([]Req, len(r.Requests))
-	for i, q := range r.Requests {
+	inSeq := slices.Clone(r.Requests)
+	slices.SortStableFunc(inSeq, func(a, b metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
+	for i, q := range inSeq {
 		out[i] = Req{ID: strconv.FormatInt(q.Index, 10), Start: int64(q.Start), End: int64(q.End), OK: q.Success,
 			InputTokens: q.InputTokens, OutputTokens: q.OutputTokens, TTFT: q.TTFT, ITLs: q.ITLs}
 		if turns != nil {

@@ -29,20 +29,31 @@
 // to display units by multiplying with aiperf's factor (ns→ms: 1000/1e9),
 // as to_display_unit does; statistics are numpy's (np.mean, np.std with
 // ddof 0, np.percentile linear), sum is a running sum in record order.
+//
+// Records are written as requests finish, in completion order, as aiperf
+// writes them (src/aiperf/post_processors/record_export_results_processor.py
+// @ 017c63d2: process_result hands each record to the buffered JSONL
+// writer as the records manager receives it), and the aggregates run over
+// them in that order. The Writer streams the JSONL and keeps, per request,
+// a few varints for the aggregates, plus every chunk gap for
+// inter_chunk_latency (a varint each).
 package aiperf
 
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"blis/metrics"
 	"blis/metrics/format/internal/jsonx"
 	"blis/metrics/internal/numpy"
 	"blis/metrics/internal/pytext"
+	"blis/metrics/internal/vlog"
 )
 
 // Name is the format's name, as --export takes it.
@@ -71,33 +82,6 @@ type aiperfMetric struct {
 	Count             int
 }
 
-// aiperfDist is a record metric over values in base units, shown in
-// display units (value · factor).
-func aiperfDist(tag, header, unit string, values []float64, factor float64) aiperfMetric {
-	m := aiperfMetric{Tag: tag, Header: header, Unit: unit, Record: true, Count: len(values)}
-	if len(values) == 0 {
-		return m
-	}
-	s := slices.Clone(values)
-	slices.Sort(s)
-	sum := 0.0
-	for _, v := range values {
-		sum += v
-	}
-	conv := func(v float64) float64 {
-		if factor == 1 {
-			return v
-		}
-		return v * factor
-	}
-	m.Min, m.Max = conv(s[0]), conv(s[len(s)-1])
-	m.Avg, m.Sum, m.Std = conv(numpy.Mean(values)), conv(sum), conv(numpy.Std(values))
-	for i, p := range aiperfPercentiles {
-		m.P[i] = conv(numpy.PercentileSorted(s, p))
-	}
-	return m
-}
-
 func aiperfScalar(tag, header, unit string, v float64) aiperfMetric {
 	return aiperfMetric{Tag: tag, Header: header, Unit: unit, Avg: v}
 }
@@ -123,113 +107,246 @@ type aiperfRecordTimes struct {
 	hasITL        bool
 }
 
-func aiperfTimes(q *metrics.RequestResult) aiperfRecordTimes {
-	t := aiperfRecordTimes{ttft: float64(q.TTFT), latency: float64(q.Latency)}
-	if q.OutputTokens >= 2 {
-		t.itl = float64(int64(q.Latency)-int64(q.TTFT)) / float64(q.OutputTokens-1)
+func aiperfTimes(ttft, latency int64, osl int) aiperfRecordTimes {
+	t := aiperfRecordTimes{ttft: float64(ttft), latency: float64(latency)}
+	if osl >= 2 {
+		t.itl = float64(latency-ttft) / float64(osl-1)
 		t.hasITL = true
 	}
 	return t
 }
 
-// aiperfMetrics computes profile_export_aiperf.json's metrics from the
-// per-request records, in aiperfJSONOrder (then the injected ones).
-func aiperfMetrics(r *metrics.Result, run *metrics.RunInfo) []aiperfMetric {
-	var ttft, ttst, lat, itl, icl, tps, osl, isl, otc, errISL []float64
-	var e2eRatio []float64
-	var minStart, maxEnd int64 = math.MaxInt64, math.MinInt64
-	var totalOSL, totalISL, totalErrISL int64
-	nOK, nErr := 0, 0
-	for i := range r.Requests {
-		q := &r.Requests[i]
-		if !q.Success {
-			nErr++
-			errISL = append(errISL, float64(q.InputTokens))
-			totalErrISL += int64(q.InputTokens)
-			continue
+// aggregator keeps what profile_export_aiperf.json is computed from: per
+// successful request its TTFT, latency, time to second token and lengths,
+// every chunk gap, and per failed request its input length — varints in
+// record order — with the error counts and the span.
+type aggregator struct {
+	run              *metrics.RunInfo
+	ok               vlog.Log // ttft ns, latency ns, ttst ns (−1: none), osl, isl
+	icl              vlog.Log // chunk gaps, ns
+	errISL           vlog.Log
+	nOK, nErr        int
+	nICL, nTTST      int
+	nITL, nTPS, nE2E int
+	minStart, maxEnd int64
+	totalOSL         int64
+	totalISL         int64
+	totalErrISL      int64
+	errOrder         []string
+	errCount         map[string]int
+}
+
+func newAggregator(run *metrics.RunInfo) *aggregator {
+	return &aggregator{run: run, minStart: math.MaxInt64, maxEnd: math.MinInt64, errCount: map[string]int{}}
+}
+
+// spill moves the logs beyond vlog.MemLimit each to temporary files in
+// dir: every chunk gap of a long run would not fit in memory.
+func (a *aggregator) spill(dir string) {
+	for _, l := range []*vlog.Log{&a.ok, &a.icl, &a.errISL} {
+		l.Spill(dir, vlog.MemLimit)
+	}
+}
+
+// err is the first error of the logs' spill files.
+func (a *aggregator) err() error {
+	return errors.Join(a.ok.Err(), a.icl.Err(), a.errISL.Err())
+}
+
+func (a *aggregator) close() {
+	a.ok.Close()
+	a.icl.Close()
+	a.errISL.Close()
+}
+
+func (a *aggregator) add(q *metrics.RequestResult) {
+	if !q.Success {
+		a.nErr++
+		a.errISL.Int(int64(q.InputTokens))
+		a.totalErrISL += int64(q.InputTokens)
+		if a.errCount[q.Error] == 0 {
+			a.errOrder = append(a.errOrder, q.Error)
 		}
-		nOK++
-		t := aiperfTimes(q)
-		ttft = append(ttft, t.ttft)
-		lat = append(lat, t.latency)
-		if len(q.ITLs) > 0 {
-			ttst = append(ttst, float64(q.ITLs[0]))
+		a.errCount[q.Error]++
+		return
+	}
+	a.nOK++
+	ttst := int64(-1)
+	if len(q.ITLs) > 0 {
+		ttst = int64(q.ITLs[0])
+		a.nTTST++
+	}
+	a.ok.Int(int64(q.TTFT))
+	a.ok.Int(int64(q.Latency))
+	a.ok.Int(ttst)
+	a.ok.Int(int64(q.OutputTokens))
+	a.ok.Int(int64(q.InputTokens))
+	for _, g := range q.ITLs {
+		a.icl.Int(int64(g))
+	}
+	a.nICL += len(q.ITLs)
+	if t := aiperfTimes(int64(q.TTFT), int64(q.Latency), q.OutputTokens); t.hasITL {
+		a.nITL++
+		if t.itl*aiperfNsToS != 0 {
+			a.nTPS++
 		}
-		for _, g := range q.ITLs {
-			icl = append(icl, float64(g))
-		}
-		if t.hasITL {
-			itl = append(itl, t.itl)
-			if conv := t.itl * aiperfNsToS; conv != 0 {
-				tps = append(tps, 1/conv)
+	}
+	if q.Latency > 0 && q.OutputTokens > 0 && q.TTFT > 0 && q.InputTokens > 0 {
+		a.nE2E++
+	}
+	a.totalOSL += int64(q.OutputTokens)
+	a.totalISL += int64(q.InputTokens)
+	a.minStart = min(a.minStart, a.run.UnixNano(q.Start))
+	a.maxEnd = max(a.maxEnd, a.run.UnixNano(q.End))
+}
+
+// okRow is one successful request as the aggregator logged it.
+type okRow struct {
+	ttft, latency, ttst int64
+	osl, isl            int
+}
+
+// seq is the sequence of one value per successful request (n of them;
+// keep false skips a request).
+func (a *aggregator) seq(n int, value func(r *okRow) (float64, bool)) numpy.Seq {
+	return numpy.Seq{N: n, Open: func() func() float64 {
+		rd := a.ok.Reader()
+		var row okRow
+		return func() float64 {
+			for {
+				row.ttft, row.latency, row.ttst = rd.Int(), rd.Int(), rd.Int()
+				row.osl, row.isl = int(rd.Int()), int(rd.Int())
+				if v, keep := value(&row); keep {
+					return v
+				}
 			}
 		}
-		osl = append(osl, float64(q.OutputTokens))
-		otc = append(otc, float64(q.OutputTokens))
-		isl = append(isl, float64(q.InputTokens))
-		totalOSL += int64(q.OutputTokens)
-		totalISL += int64(q.InputTokens)
-		minStart = min(minStart, run.UnixNano(q.Start))
-		maxEnd = max(maxEnd, run.UnixNano(q.End))
-		if q.Latency > 0 && q.OutputTokens > 0 && q.TTFT > 0 && q.InputTokens > 0 {
-			e2eRatio = append(e2eRatio, float64(q.Latency)/1e9/float64(q.OutputTokens))
-		}
+	}}
+}
+
+func logSeq(l *vlog.Log, n int) numpy.Seq {
+	return numpy.Seq{N: n, Open: func() func() float64 {
+		rd := l.Reader()
+		return func() float64 { return float64(rd.Int()) }
+	}}
+}
+
+// aiperfDist is a record metric over values in base units, shown in
+// display units (value · factor).
+func aiperfDist(tag, header, unit string, values numpy.Seq, factor float64, buf []float64) aiperfMetric {
+	m := aiperfMetric{Tag: tag, Header: header, Unit: unit, Record: true, Count: values.N}
+	if values.N == 0 {
+		return m
 	}
+	s := values.Order(buf, aiperfPercentiles[:])
+	sum := 0.0
+	next := values.Open()
+	for range values.N {
+		sum += next()
+	}
+	conv := func(v float64) float64 {
+		if factor == 1 {
+			return v
+		}
+		return v * factor
+	}
+	m.Min, m.Max = conv(s.At(0)), conv(s.At(s.Len()-1))
+	m.Avg, m.Sum, m.Std = conv(values.Mean()), conv(sum), conv(values.Std())
+	for i, p := range aiperfPercentiles {
+		m.P[i] = conv(s.Percentile(p))
+	}
+	return m
+}
+
+// metrics computes profile_export_aiperf.json's metrics, in
+// aiperfJSONOrder (then the injected ones).
+func (a *aggregator) metrics() []aiperfMetric {
 	const msF = 1000.0 / 1e9
 	var out []aiperfMetric
+	var buf []float64
 	add := func(m aiperfMetric) { out = append(out, m) }
-	var durS float64
-	if nOK > 0 {
-		durS = float64(maxEnd-minStart) * aiperfNsToS
-		if durS > 0 {
-			add(aiperfScalar("request_throughput", "Request Throughput", "requests/sec", float64(nOK)/durS))
+	dist := func(tag, header, unit string, values numpy.Seq, factor float64) {
+		if cap(buf) < values.N {
+			buf = make([]float64, 0, values.N)
 		}
-		add(aiperfDist("request_latency", "Request Latency", "ms", lat, msF))
-		add(aiperfScalar("request_count", "Request Count", "requests", float64(nOK)))
-		add(aiperfDist("time_to_first_token", "Time to First Token", "ms", ttft, msF))
-		if len(ttst) > 0 {
-			add(aiperfDist("time_to_second_token", "Time to Second Token", "ms", ttst, msF))
-		}
-		if len(itl) > 0 {
-			add(aiperfDist("inter_token_latency", "Inter Token Latency", "ms", itl, msF))
-		}
-		if durS > 0 {
-			add(aiperfScalar("output_token_throughput", "Output Token Throughput", "tokens/sec", float64(totalOSL)/durS))
-		}
-		if len(tps) > 0 {
-			add(aiperfDist("output_token_throughput_per_user", "Output Token Throughput Per User", "tokens/sec/user", tps, 1))
-		}
-		add(aiperfDist("output_sequence_length", "Output Sequence Length", "tokens", osl, 1))
-		add(aiperfDist("input_sequence_length", "Input Sequence Length", "tokens", isl, 1))
-		add(aiperfDist("output_token_count", "Output Token Count", "tokens", otc, 1))
-		add(aiperfScalar("min_request_timestamp", "Minimum Request Timestamp", "ns", float64(minStart)))
-		add(aiperfScalar("max_response_timestamp", "Maximum Response Timestamp", "ns", float64(maxEnd)))
-		if len(icl) > 0 {
-			add(aiperfDist("inter_chunk_latency", "Inter Chunk Latency", "ms", icl, msF))
-		}
-		add(aiperfScalar("total_output_tokens", "Total Output Tokens", "tokens", float64(totalOSL)))
-		add(aiperfScalar("benchmark_duration", "Benchmark Duration", "sec", durS))
-		add(aiperfScalar("total_isl", "Total Input Sequence Length", "tokens", float64(totalISL)))
-		add(aiperfScalar("total_osl", "Total Output Sequence Length", "tokens", float64(totalOSL)))
+		add(aiperfDist(tag, header, unit, values, factor, buf))
 	}
-	if nErr > 0 {
-		add(aiperfScalar("error_request_count", "Error Request Count", "requests", float64(nErr)))
-		add(aiperfDist("error_isl", "Error Input Sequence Length", "tokens", errISL, 1))
-		add(aiperfScalar("total_error_isl", "Total Error Input Sequence Length", "tokens", float64(totalErrISL)))
+	all := func(f func(r *okRow) float64) numpy.Seq {
+		return a.seq(a.nOK, func(r *okRow) (float64, bool) { return f(r), true })
+	}
+	var durS float64
+	if a.nOK > 0 {
+		durS = float64(a.maxEnd-a.minStart) * aiperfNsToS
+		if durS > 0 {
+			add(aiperfScalar("request_throughput", "Request Throughput", "requests/sec", float64(a.nOK)/durS))
+		}
+		dist("request_latency", "Request Latency", "ms", all(func(r *okRow) float64 { return float64(r.latency) }), msF)
+		add(aiperfScalar("request_count", "Request Count", "requests", float64(a.nOK)))
+		dist("time_to_first_token", "Time to First Token", "ms", all(func(r *okRow) float64 { return float64(r.ttft) }), msF)
+		if a.nTTST > 0 {
+			dist("time_to_second_token", "Time to Second Token", "ms",
+				a.seq(a.nTTST, func(r *okRow) (float64, bool) { return float64(r.ttst), r.ttst >= 0 }), msF)
+		}
+		if a.nITL > 0 {
+			dist("inter_token_latency", "Inter Token Latency", "ms", a.seq(a.nITL, func(r *okRow) (float64, bool) {
+				t := aiperfTimes(r.ttft, r.latency, r.osl)
+				return t.itl, t.hasITL
+			}), msF)
+		}
+		if durS > 0 {
+			add(aiperfScalar("output_token_throughput", "Output Token Throughput", "tokens/sec", float64(a.totalOSL)/durS))
+		}
+		if a.nTPS > 0 {
+			dist("output_token_throughput_per_user", "Output Token Throughput Per User", "tokens/sec/user",
+				a.seq(a.nTPS, func(r *okRow) (float64, bool) {
+					t := aiperfTimes(r.ttft, r.latency, r.osl)
+					conv := t.itl * aiperfNsToS
+					return 1 / conv, t.hasITL && conv != 0
+				}), 1)
+		}
+		dist("output_sequence_length", "Output Sequence Length", "tokens", all(func(r *okRow) float64 { return float64(r.osl) }), 1)
+		dist("input_sequence_length", "Input Sequence Length", "tokens", all(func(r *okRow) float64 { return float64(r.isl) }), 1)
+		dist("output_token_count", "Output Token Count", "tokens", all(func(r *okRow) float64 { return float64(r.osl) }), 1)
+		add(aiperfScalar("min_request_timestamp", "Minimum Request Timestamp", "ns", float64(a.minStart)))
+		add(aiperfScalar("max_response_timestamp", "Maximum Response Timestamp", "ns", float64(a.maxEnd)))
+		if a.nICL > 0 {
+			dist("inter_chunk_latency", "Inter Chunk Latency", "ms", logSeq(&a.icl, a.nICL), msF)
+		}
+		add(aiperfScalar("total_output_tokens", "Total Output Tokens", "tokens", float64(a.totalOSL)))
+		add(aiperfScalar("benchmark_duration", "Benchmark Duration", "sec", durS))
+		add(aiperfScalar("total_isl", "Total Input Sequence Length", "tokens", float64(a.totalISL)))
+		add(aiperfScalar("total_osl", "Total Output Sequence Length", "tokens", float64(a.totalOSL)))
+	}
+	if a.nErr > 0 {
+		add(aiperfScalar("error_request_count", "Error Request Count", "requests", float64(a.nErr)))
+		dist("error_isl", "Error Input Sequence Length", "tokens", logSeq(&a.errISL, a.nErr), 1)
+		add(aiperfScalar("total_error_isl", "Total Error Input Sequence Length", "tokens", float64(a.totalErrISL)))
 	}
 	// Injected post-aggregation: 1 / np.percentile(latency_s / OSL, p)
 	// (aiperf e2e_normalized_interactivity_analyzer.py).
-	if len(e2eRatio) > 0 {
-		s := slices.Clone(e2eRatio)
-		slices.Sort(s)
+	if a.nE2E > 0 {
+		ratios := a.seq(a.nE2E, func(r *okRow) (float64, bool) {
+			return float64(r.latency) / 1e9 / float64(r.osl), r.latency > 0 && r.osl > 0 && r.ttft > 0 && r.isl > 0
+		})
+		s := ratios.Order(buf, []float64{75, 90})
 		for _, p := range []float64{75, 90} {
-			if rp := numpy.PercentileSorted(s, p); rp > 0 && !math.IsInf(1/rp, 0) {
+			if rp := s.Percentile(p); rp > 0 && !math.IsInf(1/rp, 0) {
 				tag := "e2e_normalized_interactivity_p" + metrics.PercentileWord(p)
 				add(aiperfScalar(tag, "E2E Normalized Interactivity p"+metrics.PercentileWord(p), "tokens/sec/user", 1/rp))
 			}
 		}
 	}
 	return out
+}
+
+// aiperfMetrics computes the aggregates of r's requests, taken in
+// completion order (Seq), as the Writer sees them.
+func aiperfMetrics(r *metrics.Result, run *metrics.RunInfo) []aiperfMetric {
+	a := newAggregator(run)
+	for _, q := range r.InCompletionOrder() {
+		a.add(q)
+	}
+	return a.metrics()
 }
 
 func (m *aiperfMetric) jsonObj() *jsonx.Obj {
@@ -248,76 +365,196 @@ func (m *aiperfMetric) jsonObj() *jsonx.Obj {
 	return o
 }
 
-// aiperfConversationID is the conversation id written for a request.
-func aiperfConversationID(run *metrics.RunInfo, index int64) (string, int64, int) {
-	conv, turn := run.ConversationOf(index)
-	return strconv.FormatInt(conv, 10), conv, turn
+// appendRecord appends q's profile_export.jsonl line (orjson, one line).
+func appendRecord(e *jsonx.Enc, run *metrics.RunInfo, q *metrics.RequestResult) {
+	const msF = 1000.0 / 1e9
+	conv, turn := run.ConversationOf(q)
+	e.Obj()
+	e.Key("metadata")
+	e.Obj()
+	e.Key("session_num")
+	e.Int(conv)
+	e.Key("x_request_id")
+	e.IntString(q.Index)
+	e.Key("x_correlation_id")
+	e.IntString(conv)
+	e.Key("conversation_id")
+	e.IntString(conv)
+	e.Key("turn_index")
+	e.Int(int64(turn))
+	e.Key("request_start_ns")
+	e.Int(run.UnixNano(q.Start))
+	e.Key("request_ack_ns")
+	e.Null()
+	e.Key("request_end_ns")
+	e.Int(run.UnixNano(q.End))
+	e.Key("worker_id")
+	e.Str("worker_blis")
+	e.Key("record_processor_id")
+	e.Str("record_processor_blis")
+	e.Key("benchmark_phase")
+	e.Str("profiling")
+	e.Key("was_cancelled")
+	e.Bool(false)
+	e.Key("cancellation_time_ns")
+	e.Null()
+	e.EndObj()
+	e.Key("metrics")
+	e.Obj()
+	intMetric := func(k string, v int64, unit string) {
+		e.Key(k)
+		e.Obj()
+		e.Key("value")
+		e.Int(v)
+		e.Key("unit")
+		e.Str(unit)
+		e.EndObj()
+	}
+	floatMetric := func(k string, v float64, unit string) {
+		e.Key(k)
+		e.Obj()
+		e.Key("value")
+		e.Float(v)
+		e.Key("unit")
+		e.Str(unit)
+		e.EndObj()
+	}
+	// A whole number of ns in ms: the float nearest ns/1e6 as often as not.
+	msMetric := func(k string, ns int64) {
+		e.Key(k)
+		e.Obj()
+		e.Key("value")
+		e.FloatRatio(float64(ns)*msF, ns, 6)
+		e.Key("unit")
+		e.Str("ms")
+		e.EndObj()
+	}
+	if q.Success {
+		t := aiperfTimes(int64(q.TTFT), int64(q.Latency), q.OutputTokens)
+		intMetric("input_sequence_length", int64(q.InputTokens), "tokens")
+		msMetric("time_to_first_token", int64(q.TTFT))
+		msMetric("request_latency", int64(q.Latency))
+		intMetric("output_token_count", int64(q.OutputTokens), "tokens")
+		if len(q.ITLs) > 0 {
+			msMetric("time_to_second_token", int64(q.ITLs[0]))
+			e.Key("inter_chunk_latency")
+			e.Obj()
+			e.Key("value")
+			e.Arr()
+			for _, g := range q.ITLs {
+				e.FloatRatio(float64(g)*msF, int64(g), 6)
+			}
+			e.EndArr()
+			e.Key("unit")
+			e.Str("ms")
+			e.EndObj()
+		}
+		intMetric("output_sequence_length", int64(q.OutputTokens), "tokens")
+		if t.hasITL {
+			floatMetric("inter_token_latency", t.itl*msF, "ms")
+			if conv := t.itl * aiperfNsToS; conv != 0 {
+				floatMetric("output_token_throughput_per_user", 1/conv, "tokens/sec/user")
+			}
+		}
+	} else {
+		intMetric("error_isl", int64(q.InputTokens), "tokens")
+	}
+	e.EndObj()
+	e.Key("error")
+	if q.Success {
+		e.Null()
+	} else {
+		e.Obj()
+		e.Key("code")
+		e.Int(400)
+		e.Key("type")
+		e.Str("BadRequestError")
+		e.Key("message")
+		e.Str(q.Error)
+		e.EndObj()
+	}
+	e.EndObj()
+	e.B = append(e.B, '\n')
 }
 
-// Encode renders the three aiperf files: the per-request records
-// (RecordsFile), the aggregates (JSONFile) and their CSV (CSVFile). r must
-// come from a Detailed recorder (the records carry every chunk gap).
-func Encode(r *metrics.Result, run *metrics.RunInfo) (jsonl, agg, csvOut []byte, err error) {
-	const msF = 1000.0 / 1e9
-	var b bytes.Buffer
-	var errOrder []string
-	errCount := map[string]int{}
-	for i := range r.Requests {
-		q := &r.Requests[i]
-		convID, conv, turn := aiperfConversationID(run, q.Index)
-		md := jsonx.NewObj().
-			Set("session_num", conv).
-			Set("x_request_id", strconv.FormatInt(q.Index, 10)).
-			Set("x_correlation_id", convID).
-			Set("conversation_id", convID).
-			Set("turn_index", turn).
-			Set("request_start_ns", run.UnixNano(q.Start)).
-			Set("request_ack_ns", nil).
-			Set("request_end_ns", run.UnixNano(q.End)).
-			Set("worker_id", "worker_blis").
-			Set("record_processor_id", "record_processor_blis").
-			Set("benchmark_phase", "profiling").
-			Set("was_cancelled", false).
-			Set("cancellation_time_ns", nil)
-		mv := func(v any, unit string) *jsonx.Obj { return jsonx.NewObj().Set("value", v).Set("unit", unit) }
-		recMetrics := jsonx.NewObj()
-		var errObj any
-		if q.Success {
-			t := aiperfTimes(q)
-			recMetrics.Set("input_sequence_length", mv(int64(q.InputTokens), "tokens"))
-			recMetrics.Set("time_to_first_token", mv(t.ttft*msF, "ms"))
-			recMetrics.Set("request_latency", mv(t.latency*msF, "ms"))
-			recMetrics.Set("output_token_count", mv(int64(q.OutputTokens), "tokens"))
-			if len(q.ITLs) > 0 {
-				recMetrics.Set("time_to_second_token", mv(float64(q.ITLs[0])*msF, "ms"))
-				gaps := make([]float64, len(q.ITLs))
-				for j, g := range q.ITLs {
-					gaps[j] = float64(g) * msF
-				}
-				recMetrics.Set("inter_chunk_latency", mv(gaps, "ms"))
-			}
-			recMetrics.Set("output_sequence_length", mv(int64(q.OutputTokens), "tokens"))
-			if t.hasITL {
-				recMetrics.Set("inter_token_latency", mv(t.itl*msF, "ms"))
-				if conv := t.itl * aiperfNsToS; conv != 0 {
-					recMetrics.Set("output_token_throughput_per_user", mv(1/conv, "tokens/sec/user"))
-				}
-			}
-		} else {
-			recMetrics.Set("error_isl", mv(int64(q.InputTokens), "tokens"))
-			errObj = jsonx.NewObj().Set("code", 400).Set("type", "BadRequestError").Set("message", q.Error)
-			if errCount[q.Error] == 0 {
-				errOrder = append(errOrder, q.Error)
-			}
-			errCount[q.Error]++
-		}
-		rec := jsonx.NewObj().Set("metadata", md).Set("metrics", recMetrics).Set("error", errObj)
-		jsonx.Encode(&b, rec, jsonx.OrjsonCompact)
-		b.WriteByte('\n')
-	}
-	jsonl = slices.Clone(b.Bytes())
+// Writer streams the aiperf export into a directory: each request's
+// record goes to RecordsFile as it finishes; Close writes the aggregates
+// (JSONFile, CSVFile). Requests must come from a Detailed recorder (the
+// records carry every chunk gap).
+type Writer struct {
+	dir string
+	run metrics.RunInfo
+	out *jsonx.File
+	agg *aggregator
+}
 
-	ms := aiperfMetrics(r, run)
+// NewWriter creates RecordsFile in dir.
+func NewWriter(dir string, run metrics.RunInfo) (*Writer, error) {
+	out, err := jsonx.CreateFile(filepath.Join(dir, RecordsFile), jsonx.OrjsonCompact, 0)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{dir: dir, run: run, out: out}
+	w.agg = newAggregator(&w.run)
+	w.agg.spill(dir)
+	return w, nil
+}
+
+// Request writes q's record (see metrics.Sink).
+func (w *Writer) Request(q *metrics.RequestResult) error {
+	appendRecord(w.out.Enc, &w.run, q)
+	if err := w.out.Write(); err != nil {
+		return err
+	}
+	w.agg.add(q)
+	return w.agg.err()
+}
+
+// Close finishes RecordsFile and writes JSONFile and CSVFile for r, whose
+// requests were all given to Request. It returns the files written.
+func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	defer w.agg.close()
+	if err := w.out.Close(""); err != nil {
+		return nil, err
+	}
+	agg, csvOut := w.agg.documents(r)
+	if err := w.agg.err(); err != nil {
+		return nil, err
+	}
+	paths := []string{filepath.Join(w.dir, RecordsFile), filepath.Join(w.dir, JSONFile), filepath.Join(w.dir, CSVFile)}
+	if err := os.WriteFile(paths[1], agg, 0o644); err != nil {
+		return paths[:1], err
+	}
+	if err := os.WriteFile(paths[2], csvOut, 0o644); err != nil {
+		return paths[:2], err
+	}
+	return paths, nil
+}
+
+// Abort closes RecordsFile without writing the aggregates.
+func (w *Writer) Abort() {
+	w.out.Abort()
+	w.agg.close()
+}
+
+// Encode renders the three aiperf files from r's requests (taken in
+// completion order): the per-request records (RecordsFile), the aggregates
+// (JSONFile) and their CSV (CSVFile). r must come from a Detailed recorder.
+func Encode(r *metrics.Result, run *metrics.RunInfo) (jsonl, agg, csvOut []byte, err error) {
+	a := newAggregator(run)
+	e := jsonx.NewEnc(jsonx.OrjsonCompact, 0)
+	for _, q := range r.InCompletionOrder() {
+		appendRecord(e, run, q)
+		a.add(q)
+	}
+	agg, csvOut = a.documents(r)
+	return e.B, agg, csvOut, nil
+}
+
+// documents renders JSONFile and CSVFile.
+func (a *aggregator) documents(r *metrics.Result) (agg, csvOut []byte) {
+	run := a.run
+	ms := a.metrics()
 	byTag := map[string]*aiperfMetric{}
 	for i := range ms {
 		byTag[ms[i].Tag] = &ms[i]
@@ -356,10 +593,10 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) (jsonl, agg, csvOut []byte,
 		Set("variation_values", jsonx.NewObj()))
 	doc.Set("was_cancelled", false)
 	summary := []any{}
-	for _, msg := range errOrder {
+	for _, msg := range a.errOrder {
 		summary = append(summary, jsonx.NewObj().
 			Set("error_details", jsonx.NewObj().Set("code", 400).Set("type", "BadRequestError").Set("message", msg)).
-			Set("count", errCount[msg]))
+			Set("count", a.errCount[msg]))
 	}
 	doc.Set("error_summary", summary)
 	if s, e, ok := run.RequestSpan(r); ok {
@@ -372,22 +609,7 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) (jsonl, agg, csvOut []byte,
 	}
 	var jb bytes.Buffer
 	jsonx.Encode(&jb, doc, jsonx.OrjsonIndent2)
-	agg = jb.Bytes()
-	return jsonl, agg, encodeCSV(ms), nil
-}
-
-// requestSpan is the first send and the last end over all requests, in
-// Unix nanoseconds.
-func requestSpan(r *metrics.Result, run *metrics.RunInfo) (int64, int64, bool) {
-	if len(r.Requests) == 0 {
-		return 0, 0, false
-	}
-	s, e := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range r.Requests {
-		s = min(s, run.UnixNano(r.Requests[i].Start))
-		e = max(e, run.UnixNano(r.Requests[i].End))
-	}
-	return s, e, true
+	return jb.Bytes(), encodeCSV(ms)
 }
 
 // aiperfCSVName is MetricsCsvExporter._format_metric_name.

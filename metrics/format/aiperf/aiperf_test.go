@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,9 +62,10 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	epoch := run.Epoch()
-	formattest.CheckRequests(t, m.Requests, res, run, epoch, 0, true)
+	inSeq := formattest.InSeq(res) // aiperf writes records in completion order
+	formattest.CheckRequests(t, m.Requests, inSeq, run, epoch, 0, true)
 	for i, q := range m.Requests {
-		w := res.Requests[i]
+		w := inSeq.Requests[i]
 		if w.Success && w.OutputTokens > 1 {
 			tpot := float64(int64(w.Latency)-int64(w.TTFT)) / float64(w.OutputTokens-1) * (1000.0 / 1e9)
 			if q.TPOTms != tpot {
@@ -118,6 +120,16 @@ func TestRecordShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	// The first successful record with a second token, and the first error.
+	okLine, errLine := "", ""
+	for _, l := range lines {
+		switch {
+		case okLine == "" && strings.Contains(l, "time_to_second_token"):
+			okLine = l
+		case errLine == "" && strings.Contains(l, `"error":{`):
+			errLine = l
+		}
+	}
 	keys := func(s string, path ...string) []string {
 		n, err := jsonx.Parse([]byte(s))
 		if err != nil {
@@ -137,21 +149,21 @@ func TestRecordShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Same metadata keys in the same order as aiperf's own examples.
-	if got, want := keys(lines[0], "metadata"), keys(string(ex), "metadata"); !slices.Equal(got, want) {
+	if got, want := keys(okLine, "metadata"), keys(string(ex), "metadata"); !slices.Equal(got, want) {
 		t.Errorf("metadata keys %v, want %v", got, want)
 	}
-	if got, want := keys(lines[0]), keys(string(ex)); !slices.Equal(got, want) {
+	if got, want := keys(okLine), keys(string(ex)); !slices.Equal(got, want) {
 		t.Errorf("record keys %v, want %v", got, want)
 	}
-	if got, want := keys(lines[5], "metrics"), keys(string(exErr), "metrics"); !slices.Equal(got, want) {
+	if got, want := keys(errLine, "metrics"), keys(string(exErr), "metrics"); !slices.Equal(got, want) {
 		t.Errorf("error record metrics %v, want %v", got, want)
 	}
-	if got, want := keys(lines[5], "error"), keys(string(exErr), "error"); !slices.Equal(got, want) {
+	if got, want := keys(errLine, "error"), keys(string(exErr), "error"); !slices.Equal(got, want) {
 		t.Errorf("error keys %v, want %v", got, want)
 	}
 	// Every metric tag of a BLIS record is one aiperf's example uses.
 	exTags := keys(string(ex), "metrics")
-	for _, tag := range keys(lines[0], "metrics") {
+	for _, tag := range keys(okLine, "metrics") {
 		if !slices.Contains(exTags, tag) && tag != "time_to_second_token" {
 			t.Errorf("metric %q is not in aiperf's example record %v", tag, exTags)
 		}
@@ -258,5 +270,117 @@ func readWith[T any](parse func(file string, data []byte) (T, error)) func(path 
 		}
 		_, err = parse(path, data)
 		return err
+	}
+}
+
+// refRecord is a record built as a document, the reference appendRecord's
+// token-by-token writing must match.
+func refRecord(run *metrics.RunInfo, q *metrics.RequestResult) []byte {
+	const msF = 1000.0 / 1e9
+	conv, turn := run.ConversationOf(q)
+	convID := strconv.FormatInt(conv, 10)
+	md := jsonx.NewObj().
+		Set("session_num", conv).
+		Set("x_request_id", strconv.FormatInt(q.Index, 10)).
+		Set("x_correlation_id", convID).
+		Set("conversation_id", convID).
+		Set("turn_index", turn).
+		Set("request_start_ns", run.UnixNano(q.Start)).
+		Set("request_ack_ns", nil).
+		Set("request_end_ns", run.UnixNano(q.End)).
+		Set("worker_id", "worker_blis").
+		Set("record_processor_id", "record_processor_blis").
+		Set("benchmark_phase", "profiling").
+		Set("was_cancelled", false).
+		Set("cancellation_time_ns", nil)
+	mv := func(v any, unit string) *jsonx.Obj { return jsonx.NewObj().Set("value", v).Set("unit", unit) }
+	recMetrics := jsonx.NewObj()
+	var errObj any
+	if q.Success {
+		t := aiperfTimes(int64(q.TTFT), int64(q.Latency), q.OutputTokens)
+		recMetrics.Set("input_sequence_length", mv(int64(q.InputTokens), "tokens"))
+		recMetrics.Set("time_to_first_token", mv(t.ttft*msF, "ms"))
+		recMetrics.Set("request_latency", mv(t.latency*msF, "ms"))
+		recMetrics.Set("output_token_count", mv(int64(q.OutputTokens), "tokens"))
+		if len(q.ITLs) > 0 {
+			recMetrics.Set("time_to_second_token", mv(float64(q.ITLs[0])*msF, "ms"))
+			gaps := make([]float64, len(q.ITLs))
+			for j, g := range q.ITLs {
+				gaps[j] = float64(g) * msF
+			}
+			recMetrics.Set("inter_chunk_latency", mv(gaps, "ms"))
+		}
+		recMetrics.Set("output_sequence_length", mv(int64(q.OutputTokens), "tokens"))
+		if t.hasITL {
+			recMetrics.Set("inter_token_latency", mv(t.itl*msF, "ms"))
+			if conv := t.itl * aiperfNsToS; conv != 0 {
+				recMetrics.Set("output_token_throughput_per_user", mv(1/conv, "tokens/sec/user"))
+			}
+		}
+	} else {
+		recMetrics.Set("error_isl", mv(int64(q.InputTokens), "tokens"))
+		errObj = jsonx.NewObj().Set("code", 400).Set("type", "BadRequestError").Set("message", q.Error)
+	}
+	var b bytes.Buffer
+	jsonx.Encode(&b, jsonx.NewObj().Set("metadata", md).Set("metrics", recMetrics).Set("error", errObj), jsonx.OrjsonCompact)
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// The streamed records are the documents the tool's fields describe, byte
+// for byte, and the Writer writes what Encode renders.
+func TestRecordEncoderMatchesDocument(t *testing.T) {
+	res, run := formattest.Result(t)
+	e := jsonx.NewEnc(jsonx.OrjsonCompact, 0)
+	for _, multi := range []bool{false, true} {
+		run.MultiTurn = multi
+		for i := range res.Requests {
+			q := res.Requests[i]
+			for _, session := range []uint64{0, q.Session} {
+				q.Session = session
+				e.Reset()
+				appendRecord(e, &run, &q)
+				if want := refRecord(&run, &q); !bytes.Equal(e.B, want) {
+					t.Fatalf("request %d:\ngot  %s\nwant %s", q.Index, e.B, want)
+				}
+			}
+		}
+	}
+	run.MultiTurn = true
+	jsonl, agg, csv, err := Encode(res, &run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w, err := NewWriter(dir, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range formattest.InSeq(res).Requests {
+		if err := w.Request(&q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(res); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]byte{RecordsFile: jsonl, JSONFile: agg, CSVFile: csv} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: the Writer's file differs from Encode's (%v)", name, err)
+		}
+	}
+}
+
+func TestRecordEncoderAllocationFree(t *testing.T) {
+	res, run := formattest.Result(t)
+	e := jsonx.NewEnc(jsonx.OrjsonCompact, 0)
+	q := &res.Requests[0]
+	appendRecord(e, &run, q)
+	if n := testing.AllocsPerRun(100, func() {
+		e.Reset()
+		appendRecord(e, &run, q)
+	}); n != 0 {
+		t.Errorf("appendRecord allocates %v times per record, want 0", n)
 	}
 }

@@ -18,15 +18,30 @@
 // request timings as written (so the same file gives the same numbers in
 // guidellm): the measured window is first request start to last request
 // end; a request's token iterations are its streamed chunks.
+//
+// Requests are listed in completion order within each status, as guidellm
+// appends them (src/guidellm/benchmark/schemas/generative/accumulator.py
+// @ 06cef291, GenerativeRequestsAccumulator.update_estimate). The Writer
+// spools the request entries as they finish (their scheduler_start_time,
+// the window's start, is filled in at the end) and keeps a few varints per
+// request for the metrics, which it compiles at Close.
 package guidellm
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"blis/metrics"
 	"blis/metrics/format/internal/jsonx"
+	"blis/metrics/internal/spool"
+	"blis/metrics/internal/vlog"
 )
 
 // Name is the format's name, as --export takes it.
@@ -50,7 +65,6 @@ type glReq struct {
 	cached      int
 	output      int
 	hasOutput   bool
-	schedulerT0 float64
 }
 
 // Computed fields of GenerativeRequestStats; ok false means None.
@@ -118,82 +132,83 @@ func (q *glReq) promptTiming() wv {
 	return wv{t, float64(q.prompt)}
 }
 
-// linspace is numpy's linspace(start, stop, num) (endpoint=True).
-func linspace(start, stop float64, num int) []float64 {
-	y := make([]float64, num)
-	if num == 0 {
-		return y
-	}
-	div := float64(num - 1)
-	delta := stop - start
-	step := delta / div
-	for i := range y {
-		if step == 0 || num == 1 {
-			y[i] = float64(i)/div*delta + start
-		} else {
-			y[i] = float64(i)*step + start
-		}
-	}
-	if num > 1 {
-		y[num-1] = stop
-	}
-	return y
-}
-
-func (q *glReq) iterTimings() []wv {
+// appendIterTimings appends iter_tokens_timings: the iterations after the
+// first, at linspace(first, last, iters)[1:], each with the tokens per
+// iteration after the first.
+func (q *glReq) appendIterTimings(dst []wv) []wv {
 	tpi, ok := q.iterTokensPerIteration()
 	if !q.hasTok || !ok || q.iters <= 1 {
-		return nil
+		return dst
 	}
-	ts := linspace(q.first, q.last, q.iters)[1:]
-	out := make([]wv, len(ts))
-	for i, t := range ts {
-		out[i] = wv{t, tpi}
+	// linspace's values, computed as numpy computes them, without the array.
+	num := q.iters
+	div := float64(num - 1)
+	delta := q.last - q.first
+	step := delta / div
+	for i := 1; i < num-1; i++ {
+		var t float64
+		if step == 0 {
+			t = float64(i)/div*delta + q.first
+		} else {
+			t = float64(i)*step + q.first
+		}
+		dst = append(dst, wv{t, tpi})
 	}
-	return out
+	return append(dst, wv{q.last, tpi})
 }
 
-func (q *glReq) outputTimings() []wv {
+// appendOutputTimings appends output_tokens_timings.
+func (q *glReq) appendOutputTimings(dst []wv) []wv {
 	out, _ := q.outputTokens()
 	if !q.hasTok || q.iters <= 1 {
 		t := q.end
 		if q.hasTok {
 			t = q.last
 		}
-		return []wv{{t, float64(out)}}
+		return append(dst, wv{t, float64(out)})
 	}
 	first := 0.0
 	if out != 0 {
 		first = 1
 	}
-	return append([]wv{{q.first, first}}, q.iterTimings()...)
+	return q.appendIterTimings(append(dst, wv{q.first, first}))
 }
 
-// glRequests builds the per-request stats from the Result.
+// newGLReq is one request's stats; detailed says its chunk gaps were
+// recorded (its token iterations are then its chunks, else its tokens).
+func newGLReq(p *metrics.RequestResult, run *metrics.RunInfo, detailed bool) glReq {
+	conv, turn := run.ConversationOf(p)
+	q := glReq{
+		id: strconv.FormatInt(p.Index, 10), conv: strconv.FormatInt(conv, 10), turn: turn,
+		queued: run.UnixSeconds(p.Start - p.QueueTime),
+		start:  run.UnixSeconds(p.Start), end: run.UnixSeconds(p.End),
+		prompt: p.InputTokens, cached: p.CachedTokens,
+	}
+	if !p.Success {
+		q.errored, q.err = true, p.Error
+		return q
+	}
+	q.hasTok = true
+	q.first = run.UnixSeconds(p.Start + p.TTFT)
+	q.last = q.end
+	q.iters = p.OutputTokens
+	if detailed {
+		q.iters = len(p.ITLs) + 1
+	}
+	q.output, q.hasOutput = p.OutputTokens, true
+	return q
+}
+
+// glRequests builds the per-request stats from the Result, in completion
+// order.
 func glRequests(r *metrics.Result, run *metrics.RunInfo) (succ, errd []*glReq) {
-	for i := range r.Requests {
-		p := &r.Requests[i]
-		conv, turn := run.ConversationOf(p.Index)
-		q := &glReq{
-			id: strconv.FormatInt(p.Index, 10), conv: strconv.FormatInt(conv, 10), turn: turn,
-			queued: run.UnixSeconds(p.Start - p.QueueTime),
-			start:  run.UnixSeconds(p.Start), end: run.UnixSeconds(p.End),
-			prompt: p.InputTokens, cached: p.CachedTokens,
+	for _, p := range r.InCompletionOrder() {
+		q := newGLReq(p, run, r.Detailed)
+		if q.errored {
+			errd = append(errd, &q)
+		} else {
+			succ = append(succ, &q)
 		}
-		if !p.Success {
-			q.errored, q.err = true, p.Error
-			errd = append(errd, q)
-			continue
-		}
-		q.hasTok = true
-		q.first = run.UnixSeconds(p.Start + p.TTFT)
-		q.last = q.end
-		q.iters = p.OutputTokens
-		if r.Detailed {
-			q.iters = len(p.ITLs) + 1
-		}
-		q.output, q.hasOutput = p.OutputTokens, true
-		succ = append(succ, q)
 	}
 	return succ, errd
 }
@@ -217,30 +232,52 @@ func glWindow(succ, errd []*glReq) (float64, float64, bool) {
 
 // glMetrics compiles GenerativeMetrics in the report's key order.
 func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
-	vals := func(fn func(q *glReq) []wv) glStatus {
-		collect := func(l []*glReq) []wv {
-			var out []wv
-			for _, q := range l {
-				out = append(out, fn(q)...)
-			}
-			return out
+	// The scratch arrays sized once, for the largest distribution
+	// (tokens_per_second: every iteration, a prompt entry and a first
+	// token per request, and the window's two ends).
+	most := 2
+	for _, l := range [][]*glReq{succ, errd} {
+		for _, q := range l {
+			most += max(q.iters, 0) + 2
 		}
-		return glStatusValues(collect(succ), collect(errd))
 	}
-	rate := func(fn func(q *glReq) []wv, window bool) glStatus {
-		collect := func(l []*glReq) []wv {
-			var out []wv
+	sc := &scratch{}
+	grow(&sc.sortTmp, most)
+	grow(&sc.wt, most)
+	// Each distribution's values, request by request, appended to one
+	// list per status, sized up front: one value per request (perRequest
+	// 1), or one per iteration and one more (perRequest 2).
+	// The lists go to two buffers reused from one distribution to the next
+	// (each distribution copies what it keeps).
+	var succBuf, errdBuf []wv
+	collect := func(l []*glReq, perRequest int, fn func(dst []wv, q *glReq) []wv, buf *[]wv) []wv {
+		n := len(l)
+		if perRequest > 1 {
 			for _, q := range l {
-				out = append(out, fn(q)...)
+				n += max(q.iters, 0)
 			}
-			return out
 		}
+		out := grow(buf, n)[:0]
+		for _, q := range l {
+			out = fn(out, q)
+		}
+		return out
+	}
+	// vals and rate take one value per request (perRequest 1) or one per
+	// iteration (perRequest 2: the iterations and a first or prompt entry).
+	vals := func(perRequest int, fn func(dst []wv, q *glReq) []wv) glStatus {
+		return glStatusValues(collect(succ, perRequest, fn, &succBuf), collect(errd, perRequest, fn, &errdBuf), sc)
+	}
+	rate := func(perRequest int, fn func(dst []wv, q *glReq) []wv, window bool) glStatus {
+		s, e := collect(succ, perRequest, fn, &succBuf), collect(errd, perRequest, fn, &errdBuf)
 		if window {
-			return glStatusRate(collect(succ), collect(errd), &start, &end)
+			return glStatusRate(s, e, &start, &end, sc)
 		}
-		return glStatusRate(collect(succ), collect(errd), nil, nil)
+		return glStatusRate(s, e, nil, nil, sc)
 	}
-	one := func(v float64, _ bool) []wv { return []wv{{v, 1}} }
+	one := func(f func(q *glReq) float64) func(dst []wv, q *glReq) []wv {
+		return func(dst []wv, q *glReq) []wv { return append(dst, wv{f(q), 1}) }
+	}
 	orZero := func(v float64, ok bool) float64 {
 		if !ok {
 			return 0
@@ -260,43 +297,46 @@ func glMetrics(succ, errd []*glReq, start, end float64) []glMetric {
 	}
 	var ms []glMetric
 	add := func(name string, st glStatus) { ms = append(ms, glMetric{name, st}) }
-	add("requests_per_second", rate(func(q *glReq) []wv { return []wv{{q.end, 1}} }, true))
+	add("requests_per_second", rate(1, func(dst []wv, q *glReq) []wv { return append(dst, wv{q.end, 1}) }, true))
 	add("request_concurrency", glStatusConcurrency(intervals(succ), intervals(errd), &start, &end))
-	add("request_latency", vals(func(q *glReq) []wv { return one(q.latency(), true) }))
-	add("request_streaming_iterations_count", vals(func(q *glReq) []wv { return one(float64(q.iters), true) }))
-	add("prompt_token_count", vals(func(q *glReq) []wv { return one(float64(q.prompt), true) }))
-	add("output_token_count", vals(func(q *glReq) []wv { return one(outTok(q), true) }))
-	add("total_token_count", vals(func(q *glReq) []wv { return one(float64(q.prompt)+outTok(q), true) }))
-	add("time_to_first_token_ms", vals(func(q *glReq) []wv { return one(orZero(q.ttftMS()), true) }))
-	add("time_to_first_output_token_ms", vals(func(q *glReq) []wv { return one(orZero(q.ttftMS()), true) }))
-	add("time_per_output_token_ms", vals(func(q *glReq) []wv { return []wv{{orZero(q.tpotMS()), outTok(q)}} }))
-	add("inter_token_latency_ms", vals(func(q *glReq) []wv {
+	add("request_latency", vals(1, one(func(q *glReq) float64 { return q.latency() })))
+	add("request_streaming_iterations_count", vals(1, one(func(q *glReq) float64 { return float64(q.iters) })))
+	add("prompt_token_count", vals(1, one(func(q *glReq) float64 { return float64(q.prompt) })))
+	add("output_token_count", vals(1, one(outTok)))
+	add("total_token_count", vals(1, one(func(q *glReq) float64 { return float64(q.prompt) + outTok(q) })))
+	add("time_to_first_token_ms", vals(1, one(func(q *glReq) float64 { return orZero(q.ttftMS()) })))
+	add("time_to_first_output_token_ms", vals(1, one(func(q *glReq) float64 { return orZero(q.ttftMS()) })))
+	add("time_per_output_token_ms", vals(1, func(dst []wv, q *glReq) []wv {
+		return append(dst, wv{orZero(q.tpotMS()), outTok(q)})
+	}))
+	add("inter_token_latency_ms", vals(1, func(dst []wv, q *glReq) []wv {
 		o, ok := q.outputTokens()
 		w := 1.0
 		if ok && o != 0 {
 			w = float64(o)
 		}
-		return []wv{{orZero(q.itlMS()), w - 1.0}}
+		return append(dst, wv{orZero(q.itlMS()), w - 1.0})
 	}))
-	add("time_to_last_round_trip_ms", vals(func(q *glReq) []wv { return one(0, true) }))
-	add("avg_round_trip_time_ms", vals(func(q *glReq) []wv { return one(0, true) }))
-	add("prompt_tokens_per_second", rate(func(q *glReq) []wv { return []wv{q.promptTiming()} }, false))
-	add("output_tokens_per_second", rate(func(q *glReq) []wv { return q.outputTimings() }, false))
-	add("tokens_per_second", rate(func(q *glReq) []wv { return append([]wv{q.promptTiming()}, q.outputTimings()...) }, false))
-	add("output_tokens_per_iteration", vals(func(q *glReq) []wv {
-		var out []wv
-		for _, t := range q.outputTimings() {
-			out = append(out, wv{t.w, 1})
+	add("time_to_last_round_trip_ms", vals(1, one(func(q *glReq) float64 { return 0 })))
+	add("avg_round_trip_time_ms", vals(1, one(func(q *glReq) float64 { return 0 })))
+	add("prompt_tokens_per_second", rate(1, func(dst []wv, q *glReq) []wv { return append(dst, q.promptTiming()) }, false))
+	add("output_tokens_per_second", rate(2, func(dst []wv, q *glReq) []wv { return q.appendOutputTimings(dst) }, false))
+	add("tokens_per_second", rate(2, func(dst []wv, q *glReq) []wv {
+		return q.appendOutputTimings(append(dst, q.promptTiming()))
+	}, false))
+	// The tokens of each iteration, as values of weight 1.
+	perIteration := func(timings func(q *glReq, dst []wv) []wv) func(dst []wv, q *glReq) []wv {
+		return func(dst []wv, q *glReq) []wv {
+			n := len(dst)
+			dst = timings(q, dst)
+			for i := n; i < len(dst); i++ {
+				dst[i] = wv{dst[i].w, 1}
+			}
+			return dst
 		}
-		return out
-	}))
-	add("iter_tokens_per_iteration", vals(func(q *glReq) []wv {
-		var out []wv
-		for _, t := range q.iterTimings() {
-			out = append(out, wv{t.w, 1})
-		}
-		return out
-	}))
+	}
+	add("output_tokens_per_iteration", vals(2, perIteration((*glReq).appendOutputTimings)))
+	add("iter_tokens_per_iteration", vals(2, perIteration((*glReq).appendIterTimings)))
 	return ms
 }
 
@@ -344,72 +384,162 @@ func (s *glStatus) jsonObj() *jsonx.Obj {
 		Set("total", s.Total.jsonObj())
 }
 
-func optFloat(v float64, ok bool) any {
-	if !ok {
-		return nil
-	}
-	return v
-}
+// schedulerStartSentinel stands for scheduler_start_time in a spooled
+// request entry until the window's start is known (a JSON text never
+// holds a raw NUL byte).
+const schedulerStartSentinel = 0
 
-func (q *glReq) jsonObj() *jsonx.Obj {
-	timings := jsonx.NewObj().
-		Set("targeted_start", q.queued).Set("queued", q.queued).
-		Set("dequeued", q.start).Set("scheduled_at", q.start).
-		Set("resolve_start", q.start).Set("request_start", q.start)
-	if q.hasTok {
-		timings.Set("first_request_iteration", q.first).Set("first_token_iteration", q.first).
-			Set("first_output_token_iteration", q.first).
-			Set("last_token_iteration", q.last).Set("last_request_iteration", q.last)
-	} else {
-		timings.Set("first_request_iteration", nil).Set("first_token_iteration", nil).
-			Set("first_output_token_iteration", nil).
-			Set("last_token_iteration", nil).Set("last_request_iteration", nil)
-	}
-	timings.Set("request_iterations", q.iters).Set("token_iterations", q.iters).
-		Set("request_end", q.end).Set("resolve_end", q.end).Set("finalized", q.end)
-	status := "completed"
-	var errMsg any
-	if q.errored {
-		status, errMsg = "errored", q.err
-	}
-	info := jsonx.NewObj().
-		Set("request_id", q.id).Set("conversation_id", q.conv).Set("turn_index", q.turn).
-		Set("status", status).Set("scheduler_node_id", 0).Set("scheduler_process_id", 0).
-		Set("scheduler_start_time", q.schedulerT0).Set("timings", timings).
-		Set("error", errMsg).Set("traceback", nil).
-		Set("started_at", q.start).Set("completed_at", q.end)
-	in := jsonx.NewObj().Set("text_tokens", q.prompt).Set("cached_tokens", q.cached).Set("total_tokens", q.prompt)
-	out := jsonx.NewObj().Set("text_tokens", nil).Set("total_tokens", nil)
-	if q.hasOutput {
-		out = jsonx.NewObj().Set("text_tokens", q.output).Set("total_tokens", q.output)
-	}
-	o := jsonx.NewObj().
-		Set("type_", "generative_request_stats").
-		Set("request_id", q.id).Set("response_id", nil).Set("request_args", nil).Set("output", nil).
-		Set("info", info).Set("input_metrics", in).Set("output_metrics", out).
-		Set("request_start_time", q.start).Set("request_end_time", q.end).
-		Set("request_latency", q.latency()).Set("prompt_tokens", q.prompt)
-	if ot, ok := q.outputTokens(); ok {
-		o.Set("output_tokens", ot).Set("total_tokens", q.prompt+ot)
-	} else {
-		o.Set("output_tokens", nil).Set("total_tokens", q.prompt)
-	}
-	o.Set("time_to_first_token_ms", optFloat(q.ttftMS())).
-		Set("time_per_output_token_ms", optFloat(q.tpotMS())).
-		Set("inter_token_latency_ms", optFloat(q.itlMS()))
-	var tps, otps any
-	if lat := q.latency(); lat != 0 {
-		ot, ok := q.outputTokens()
-		tps = float64(q.prompt+ot) / lat
+// appendReq writes q's GenerativeRequestStats entry (the computed fields
+// included) through e; scheduler_start_time is the sentinel byte when
+// start is nil.
+func appendReq(e *jsonx.Enc, q *glReq, start *float64) {
+	optF := func(v float64, ok bool) {
 		if ok {
-			otps = float64(ot) / lat
+			e.Float(v)
+		} else {
+			e.Null()
 		}
 	}
-	o.Set("tokens_per_second", tps).Set("output_tokens_per_second", otps).
-		Set("time_to_first_output_token_ms", optFloat(q.ttftMS())).
-		Set("iter_tokens_per_iteration", optFloat(q.iterTokensPerIteration())).
-		Set("output_tokens_per_iteration", optFloat(q.outputTokensPerIteration()))
-	return o
+	key := func(k string) { e.Key(k) }
+	e.Obj()
+	key("type_")
+	e.Str("generative_request_stats")
+	key("request_id")
+	e.Str(q.id)
+	key("response_id")
+	e.Null()
+	key("request_args")
+	e.Null()
+	key("output")
+	e.Null()
+	key("info")
+	e.Obj()
+	key("request_id")
+	e.Str(q.id)
+	key("conversation_id")
+	e.Str(q.conv)
+	key("turn_index")
+	e.Int(int64(q.turn))
+	key("status")
+	if q.errored {
+		e.Str("errored")
+	} else {
+		e.Str("completed")
+	}
+	key("scheduler_node_id")
+	e.Int(0)
+	key("scheduler_process_id")
+	e.Int(0)
+	key("scheduler_start_time")
+	if start != nil {
+		e.Float(*start)
+	} else {
+		e.Raw([]byte{schedulerStartSentinel})
+	}
+	key("timings")
+	e.Obj()
+	for _, k := range []string{"targeted_start", "queued"} {
+		key(k)
+		e.Float(q.queued)
+	}
+	for _, k := range []string{"dequeued", "scheduled_at", "resolve_start", "request_start"} {
+		key(k)
+		e.Float(q.start)
+	}
+	for _, k := range []string{"first_request_iteration", "first_token_iteration", "first_output_token_iteration"} {
+		key(k)
+		optF(q.first, q.hasTok)
+	}
+	for _, k := range []string{"last_token_iteration", "last_request_iteration"} {
+		key(k)
+		optF(q.last, q.hasTok)
+	}
+	key("request_iterations")
+	e.Int(int64(q.iters))
+	key("token_iterations")
+	e.Int(int64(q.iters))
+	for _, k := range []string{"request_end", "resolve_end", "finalized"} {
+		key(k)
+		e.Float(q.end)
+	}
+	e.EndObj()
+	key("error")
+	if q.errored {
+		e.Str(q.err)
+	} else {
+		e.Null()
+	}
+	key("traceback")
+	e.Null()
+	key("started_at")
+	e.Float(q.start)
+	key("completed_at")
+	e.Float(q.end)
+	e.EndObj()
+	key("input_metrics")
+	e.Obj()
+	key("text_tokens")
+	e.Int(int64(q.prompt))
+	key("cached_tokens")
+	e.Int(int64(q.cached))
+	key("total_tokens")
+	e.Int(int64(q.prompt))
+	e.EndObj()
+	key("output_metrics")
+	e.Obj()
+	for _, k := range []string{"text_tokens", "total_tokens"} {
+		key(k)
+		if q.hasOutput {
+			e.Int(int64(q.output))
+		} else {
+			e.Null()
+		}
+	}
+	e.EndObj()
+	key("request_start_time")
+	e.Float(q.start)
+	key("request_end_time")
+	e.Float(q.end)
+	key("request_latency")
+	e.Float(q.latency())
+	key("prompt_tokens")
+	e.Int(int64(q.prompt))
+	if ot, ok := q.outputTokens(); ok {
+		key("output_tokens")
+		e.Int(int64(ot))
+		key("total_tokens")
+		e.Int(int64(q.prompt + ot))
+	} else {
+		key("output_tokens")
+		e.Null()
+		key("total_tokens")
+		e.Int(int64(q.prompt))
+	}
+	key("time_to_first_token_ms")
+	optF(q.ttftMS())
+	key("time_per_output_token_ms")
+	optF(q.tpotMS())
+	key("inter_token_latency_ms")
+	optF(q.itlMS())
+	key("tokens_per_second")
+	key2 := "output_tokens_per_second"
+	if lat := q.latency(); lat != 0 {
+		ot, ok := q.outputTokens()
+		e.Float(float64(q.prompt+ot) / lat)
+		key(key2)
+		optF(float64(ot)/lat, ok)
+	} else {
+		e.Null()
+		key(key2)
+		e.Null()
+	}
+	key("time_to_first_output_token_ms")
+	optF(q.ttftMS())
+	key("iter_tokens_per_iteration")
+	optF(q.iterTokensPerIteration())
+	key("output_tokens_per_iteration")
+	optF(q.outputTokensPerIteration())
+	e.EndObj()
 }
 
 // glStrategy is the scheduling strategy guidellm would name for the load.
@@ -434,18 +564,190 @@ func glStrategy(r *metrics.Result) *jsonx.Obj {
 		Set("max_concurrency", mc).Set("rate", r.RequestRate).Set("rampup_duration", 0.0)
 }
 
-// Encode renders the report (ReportFile).
+// Writer streams the report into a directory: each request's entry is
+// spooled as it finishes; Close compiles the metrics and writes ReportFile
+// with the entries spliced in.
+type Writer struct {
+	dir      string
+	run      metrics.RunInfo
+	detailed bool
+	list     requestLists
+}
+
+// requestLists is the spooled request entries and what the metrics need.
+type requestLists struct {
+	succ, errd   *spool.Spool
+	nSucc, nErrd int
+	log          vlog.Log // per request: index, start, queue, end−start, ttft, iters, in, out, ok
+	n            int
+	enc          *jsonx.Enc
+}
+
+func newLists(tempDir string, limit int) requestLists {
+	l := requestLists{succ: spool.New(tempDir, limit), errd: spool.New(tempDir, limit),
+		enc: jsonx.NewEnc(jsonx.PyIndent1, requestDepth)}
+	if tempDir != "" {
+		l.log.Spill(tempDir, vlog.MemLimit)
+	}
+	return l
+}
+
+// requestDepth is the nesting depth of a request entry in the report:
+// report, benchmarks, benchmark, requests, successful, entry.
+const requestDepth = 5
+
+func (l *requestLists) add(p *metrics.RequestResult, run *metrics.RunInfo, detailed bool) error {
+	q := newGLReq(p, run, detailed)
+	sp, n := l.succ, &l.nSucc
+	if q.errored {
+		sp, n = l.errd, &l.nErrd
+	}
+	e := l.enc
+	e.Reset()
+	if *n > 0 {
+		e.B = append(e.B, ',')
+	}
+	e.B = append(e.B, '\n')
+	for range requestDepth {
+		e.B = append(e.B, ' ')
+	}
+	appendReq(e, &q, nil)
+	(*n)++
+	if _, err := sp.Write(e.B); err != nil {
+		return err
+	}
+	ok := int64(0)
+	if p.Success {
+		ok = 1
+	}
+	l.log.Int(p.Index)
+	l.log.Int(int64(p.Start))
+	l.log.Int(int64(p.QueueTime))
+	l.log.Int(int64(p.End - p.Start))
+	l.log.Int(int64(p.TTFT))
+	l.log.Int(int64(q.iters))
+	l.log.Int(int64(p.InputTokens))
+	l.log.Int(int64(p.OutputTokens))
+	l.log.Int(ok)
+	l.n++
+	return nil
+}
+
+// requests rebuilds the stats of every request, in completion order, for
+// the metrics (their ids, conversations and errors are not needed).
+func (l *requestLists) requests(run *metrics.RunInfo) (succ, errd []*glReq) {
+	rd := l.log.Reader()
+	all := make([]glReq, l.n)
+	for i := range all {
+		var p metrics.RequestResult
+		p.Index = rd.Int()
+		p.Start = time.Duration(rd.Int())
+		p.QueueTime = time.Duration(rd.Int())
+		p.End = p.Start + time.Duration(rd.Int())
+		p.TTFT = time.Duration(rd.Int())
+		iters := int(rd.Int())
+		p.InputTokens = int(rd.Int())
+		p.OutputTokens = int(rd.Int())
+		p.Success = rd.Int() == 1
+		all[i] = newGLReq(&p, run, false)
+		all[i].iters = iters
+		if p.Success {
+			succ = append(succ, &all[i])
+		} else {
+			errd = append(errd, &all[i])
+		}
+	}
+	return succ, errd
+}
+
+func (l *requestLists) close() {
+	l.succ.Close()
+	l.errd.Close()
+	l.log.Close()
+}
+
+// splice writes one spooled list as the JSON array at depth.
+func splice(sp *spool.Spool, n int, start []byte) jsonx.Splice {
+	return jsonx.Splice{Write: func(w io.Writer, depth int) error {
+		if n == 0 {
+			_, err := io.WriteString(w, "[]")
+			return err
+		}
+		if _, err := io.WriteString(w, "["); err != nil {
+			return err
+		}
+		if err := sp.WriteTo(w, schedulerStartSentinel, start); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n"+strings.Repeat(" ", depth)+"]")
+		return err
+	}}
+}
+
+// NewWriter returns a writer of ReportFile in dir. detailed says the
+// requests carry their chunk gaps (a Detailed recorder).
+func NewWriter(dir string, run metrics.RunInfo, detailed bool) *Writer {
+	return &Writer{dir: dir, run: run, detailed: detailed, list: newLists(dir, 0)}
+}
+
+// Request spools q's entry (see metrics.Sink).
+func (w *Writer) Request(q *metrics.RequestResult) error {
+	if err := w.list.add(q, &w.run, w.detailed); err != nil {
+		return err
+	}
+	return w.list.log.Err()
+}
+
+// Close writes ReportFile for r, whose requests were all given to
+// Request, and returns its path.
+func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	defer w.list.close()
+	p := filepath.Join(w.dir, ReportFile)
+	f, err := os.Create(p)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = writeReport(bw, &w.list, r, &w.run)
+	if err == nil {
+		err = w.list.log.Err()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []string{p}, nil
+}
+
+// Abort drops the spooled entries.
+func (w *Writer) Abort() { w.list.close() }
+
+// Encode renders the report (ReportFile) of r's requests.
 func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
-	succ, errd := glRequests(r, run)
+	l := newLists("", math.MaxInt)
+	defer l.close()
+	for _, p := range r.InCompletionOrder() {
+		l.add(p, run, r.Detailed) // in memory: cannot fail
+	}
+	var b bytes.Buffer
+	writeReport(&b, &l, r, run)
+	return b.Bytes()
+}
+
+// writeReport writes the report: the metrics compiled from the requests,
+// then the spooled entries.
+func writeReport(w io.Writer, l *requestLists, r *metrics.Result, run *metrics.RunInfo) error {
+	succ, errd := l.requests(run)
 	start, end, ok := glWindow(succ, errd)
 	if !ok {
 		start, end = run.UnixSeconds(0), run.UnixSeconds(0)
 	}
-	for _, l := range [][]*glReq{succ, errd} {
-		for _, q := range l {
-			q.schedulerT0 = start
-		}
-	}
+	startText := jsonx.PyIndent1.Float(nil, start)
 	model := run.ModelName(r)
 	strategy := glStrategy(r)
 	backend := jsonx.NewObj().Set("kind", "openai_http").Set("target", "blis://simulated").
@@ -471,13 +773,6 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
 		Set("successful", len(succ)).Set("errored", len(errd)).Set("incomplete", 0).Set("total", len(succ)+len(errd)))
 	for i := range ms {
 		metricsObj.Set(ms[i].name, ms[i].st.jsonObj())
-	}
-	reqs := func(l []*glReq) []any {
-		out := make([]any, len(l))
-		for i, q := range l {
-			out[i] = q.jsonObj()
-		}
-		return out
 	}
 	meanOf := func(f func(q *glReq) float64) float64 {
 		var s, n float64
@@ -532,13 +827,16 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
 			Set("resolve_time_avg", meanOf(func(q *glReq) float64 { return q.latency() })).
 			Set("finalized_delay_avg", 0.0).Set("processed_delay_avg", 0.0)).
 		Set("metrics", metricsObj).
-		Set("requests", jsonx.NewObj().Set("successful", reqs(succ)).Set("errored", reqs(errd)).
+		Set("requests", jsonx.NewObj().
+			Set("successful", splice(l.succ, l.nSucc, startText)).
+			Set("errored", splice(l.errd, l.nErrd, startText)).
 			Set("incomplete", []any{}).Set("total", nil)).
 		Set("start_time", start).Set("end_time", end).Set("duration", end-start).
 		Set("warmup_duration", 0.0).Set("cooldown_duration", 0.0)
 	report.Set("benchmarks", []any{bench})
-	var b bytes.Buffer
-	jsonx.Encode(&b, report, jsonx.PyIndent1)
-	b.WriteByte('\n')
-	return b.Bytes()
+	if err := jsonx.EncodeTo(w, report, jsonx.PyIndent1); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }

@@ -2,6 +2,8 @@ package guidellm
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,11 +77,12 @@ func TestRoundTrip(t *testing.T) {
 	// guidellm stores Unix float seconds: near 2026 a float64 resolves
 	// 2^-22 s ≈ 0.24 µs, so times come back within that, not exactly.
 	const tol = 500
-	// Requests are written successful first, then errored.
+	// Requests are written successful first, then errored, each in
+	// completion order.
 	var ordered metrics.Result = *res
 	ordered.Requests = nil
 	for _, ok := range []bool{true, false} {
-		for _, q := range res.Requests {
+		for _, q := range formattest.InSeq(res).Requests {
 			if q.Success == ok {
 				ordered.Requests = append(ordered.Requests, q)
 			}
@@ -158,7 +161,7 @@ func TestStatisticsReproduceFixture(t *testing.T) {
 		t.Errorf("empty %+v", z)
 	}
 	// Merging: times within 0.1 ms of a group's first join it.
-	got := glMerge([]wv{{1, 1}, {1, 2}, {1.00005, 1}, {1.0002, 1}, {2, 1}}, glThreshold)
+	got := glMerge([]wv{{1, 1}, {1, 2}, {1.00005, 1}, {1.0002, 1}, {2, 1}}, glThreshold, nil)
 	if want := []wv{{1, 4}, {1.0002, 1}, {2, 1}}; !slices.Equal(got, want) {
 		t.Errorf("merge %v, want %v", got, want)
 	}
@@ -179,4 +182,238 @@ func TestReadErrorsNameFileLineAndPath(t *testing.T) {
 			Want: []string{ReportFile + ":", "$.benchmarks[0].metrics.requests_per_second.successful.mean", "want a number"}},
 		formattest.BadFile{What: "timings", Path: formattest.Mutate(t, dir, ReportFile, `"request_start": `, `"request_start": "soon", "x": `, 1),
 			Want: []string{ReportFile + ":", "$.benchmarks[0].requests.successful[0].info.timings.request_start", "want a number, got a string"}})
+}
+
+// refReq is a request entry built as a document (the reference appendReq
+// must match), with scheduler_start_time start.
+func refReq(q *glReq, start float64) *jsonx.Obj {
+	optFloat := func(v float64, ok bool) any {
+		if !ok {
+			return nil
+		}
+		return v
+	}
+	timings := jsonx.NewObj().
+		Set("targeted_start", q.queued).Set("queued", q.queued).
+		Set("dequeued", q.start).Set("scheduled_at", q.start).
+		Set("resolve_start", q.start).Set("request_start", q.start)
+	if q.hasTok {
+		timings.Set("first_request_iteration", q.first).Set("first_token_iteration", q.first).
+			Set("first_output_token_iteration", q.first).
+			Set("last_token_iteration", q.last).Set("last_request_iteration", q.last)
+	} else {
+		timings.Set("first_request_iteration", nil).Set("first_token_iteration", nil).
+			Set("first_output_token_iteration", nil).
+			Set("last_token_iteration", nil).Set("last_request_iteration", nil)
+	}
+	timings.Set("request_iterations", q.iters).Set("token_iterations", q.iters).
+		Set("request_end", q.end).Set("resolve_end", q.end).Set("finalized", q.end)
+	status := "completed"
+	var errMsg any
+	if q.errored {
+		status, errMsg = "errored", q.err
+	}
+	info := jsonx.NewObj().
+		Set("request_id", q.id).Set("conversation_id", q.conv).Set("turn_index", q.turn).
+		Set("status", status).Set("scheduler_node_id", 0).Set("scheduler_process_id", 0).
+		Set("scheduler_start_time", start).Set("timings", timings).
+		Set("error", errMsg).Set("traceback", nil).
+		Set("started_at", q.start).Set("completed_at", q.end)
+	in := jsonx.NewObj().Set("text_tokens", q.prompt).Set("cached_tokens", q.cached).Set("total_tokens", q.prompt)
+	out := jsonx.NewObj().Set("text_tokens", nil).Set("total_tokens", nil)
+	if q.hasOutput {
+		out = jsonx.NewObj().Set("text_tokens", q.output).Set("total_tokens", q.output)
+	}
+	o := jsonx.NewObj().
+		Set("type_", "generative_request_stats").
+		Set("request_id", q.id).Set("response_id", nil).Set("request_args", nil).Set("output", nil).
+		Set("info", info).Set("input_metrics", in).Set("output_metrics", out).
+		Set("request_start_time", q.start).Set("request_end_time", q.end).
+		Set("request_latency", q.latency()).Set("prompt_tokens", q.prompt)
+	if ot, ok := q.outputTokens(); ok {
+		o.Set("output_tokens", ot).Set("total_tokens", q.prompt+ot)
+	} else {
+		o.Set("output_tokens", nil).Set("total_tokens", q.prompt)
+	}
+	o.Set("time_to_first_token_ms", optFloat(q.ttftMS())).
+		Set("time_per_output_token_ms", optFloat(q.tpotMS())).
+		Set("inter_token_latency_ms", optFloat(q.itlMS()))
+	var tps, otps any
+	if lat := q.latency(); lat != 0 {
+		ot, ok := q.outputTokens()
+		tps = float64(q.prompt+ot) / lat
+		if ok {
+			otps = float64(ot) / lat
+		}
+	}
+	o.Set("tokens_per_second", tps).Set("output_tokens_per_second", otps).
+		Set("time_to_first_output_token_ms", optFloat(q.ttftMS())).
+		Set("iter_tokens_per_iteration", optFloat(q.iterTokensPerIteration())).
+		Set("output_tokens_per_iteration", optFloat(q.outputTokensPerIteration()))
+	return o
+}
+
+// The spooled entries are the documents of the tool's fields, byte for
+// byte (the sentinel filled in), and the Writer writes what Encode renders.
+func TestRequestEncoderMatchesDocument(t *testing.T) {
+	res, run := formattest.Result(t)
+	succ, errd := glRequests(res, &run)
+	for _, q := range append(succ, errd...) {
+		var want bytes.Buffer
+		jsonx.Encode(&want, []any{[]any{[]any{[]any{[]any{refReq(q, 1767225600.25)}}}}}, jsonx.PyIndent1)
+		e := jsonx.NewEnc(jsonx.PyIndent1, requestDepth)
+		appendReq(e, q, nil)
+		got := bytes.ReplaceAll(e.B, []byte{schedulerStartSentinel}, []byte("1767225600.25"))
+		if !bytes.Contains(want.Bytes(), got) {
+			t.Fatalf("request %s:\n%s\nnot in\n%s", q.id, got, want.Bytes())
+		}
+	}
+	want := Encode(res, &run)
+	dir := t.TempDir()
+	w := NewWriter(dir, run, true)
+	w.list = newLists(dir, 64) // spill to temporary files at once
+	for _, q := range formattest.InSeq(res).Requests {
+		if err := w.Request(&q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(res); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the Writer's report differs from Encode's (%v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".blis-spool-*")); len(left) != 0 {
+		t.Errorf("spool files left: %v", left)
+	}
+}
+
+// sortByTime orders as a stable sort by value does, ties (0 and -0
+// included) in their input order.
+func TestSortByTimeIsStable(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 10, 255, 256, 1000, 50_000} {
+		x := make([]wv, n)
+		for i := range x {
+			switch r.IntN(4) {
+			case 0:
+				x[i].v = float64(r.IntN(5)) // ties
+			case 1:
+				x[i].v = math.Copysign(0, -1)
+			case 2:
+				x[i].v = -r.Float64() * 1e3
+			default:
+				x[i].v = 1.767e9 + r.Float64()
+			}
+			x[i].w = float64(i) // the input position
+		}
+		want := slices.Clone(x)
+		slices.SortStableFunc(want, func(a, b wv) int { return cmpValue(a.v, b.v) })
+		sortByTime(x, nil)
+		for i := range x {
+			if x[i].w != want[i].w {
+				t.Fatalf("n=%d: position %d holds input %v, want %v", n, i, x[i].w, want[i].w)
+			}
+		}
+	}
+}
+
+// linspace is numpy's linspace(start, stop, num) (endpoint=True), the
+// reference appendIterTimings computes without an array.
+func linspace(start, stop float64, num int) []float64 {
+	y := make([]float64, num)
+	if num == 0 {
+		return y
+	}
+	div := float64(num - 1)
+	delta := stop - start
+	step := delta / div
+	for i := range y {
+		if step == 0 || num == 1 {
+			y[i] = float64(i)/div*delta + start
+		} else {
+			y[i] = float64(i)*step + start
+		}
+	}
+	if num > 1 {
+		y[num-1] = stop
+	}
+	return y
+}
+
+func TestIterTimingsAreLinspace(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for range 2000 {
+		first := 1.767e9 + r.Float64()*100
+		q := glReq{hasTok: true, first: first, last: first + r.Float64()*float64(r.IntN(3)),
+			iters: 1 + r.IntN(300), hasOutput: true}
+		q.output = q.iters + r.IntN(3)
+		got := q.appendIterTimings(nil)
+		tpi, ok := q.iterTokensPerIteration()
+		if q.iters <= 1 || !ok {
+			if len(got) != 0 {
+				t.Fatalf("%+v: %d timings, want none", q, len(got))
+			}
+			continue
+		}
+		want := linspace(q.first, q.last, q.iters)[1:]
+		if len(got) != len(want) {
+			t.Fatalf("%d timings, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != (wv{want[i], tpi}) {
+				t.Fatalf("%+v: timing %d = %v, want %v", q, i, got[i], wv{want[i], tpi})
+			}
+		}
+	}
+}
+
+// BenchmarkMetrics compiles the report's metrics for a Mooncake-sized run:
+// 12,000 requests streaming 4 million chunks in all.
+//
+//	go test ./metrics/format/guidellm -run '^$' -bench Metrics -benchmem
+func BenchmarkMetrics(b *testing.B) {
+	r := rand.New(rand.NewPCG(19, 20))
+	var succ []*glReq
+	t := 1.767e9
+	for range 12000 {
+		t += r.ExpFloat64() * 0.3
+		q := &glReq{hasTok: true, hasOutput: true, start: t, queued: t, prompt: 1000 + r.IntN(20000)}
+		q.first = t + 0.05 + r.Float64()
+		q.iters = 1 + r.IntN(680)
+		q.output = q.iters
+		q.last = q.first + float64(q.iters)*0.02*(1+r.Float64())
+		q.end = q.last
+		succ = append(succ, q)
+	}
+	start, end, _ := glWindow(succ, nil)
+	b.ReportAllocs()
+	for range b.N {
+		glMetrics(succ, nil, start, end)
+	}
+}
+
+// lastWithin is the whole-array searchsorted it replaces.
+func TestLastWithin(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for range 2000 {
+		u := make([]wv, 1+r.IntN(300))
+		v := 0.0
+		for i := range u {
+			v += float64(r.IntN(3)) * 1e-4 * r.Float64()
+			u[i].v = v
+		}
+		s := r.IntN(len(u))
+		limit := u[s].v + r.Float64()*3e-4
+		want, _ := slices.BinarySearchFunc(u, limit, func(e wv, t float64) int {
+			if e.v <= t {
+				return -1
+			}
+			return 1
+		})
+		if got := lastWithin(u, s, limit); got != want-1 {
+			t.Fatalf("lastWithin = %d, want %d", got, want-1)
+		}
+	}
 }

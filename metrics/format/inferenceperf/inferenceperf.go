@@ -41,11 +41,23 @@
 // as written), server_usage as vLLM reports it (with the prefix-cache hits
 // as prompt_tokens_details.cached_tokens), and a request's output tokens
 // spread over its chunks as evenly as possible (earlier chunks first).
+//
+// Requests are listed in completion order, as inference-perf collects them
+// (inference_perf/client/requestdatacollector/local.py @ 0acaa9c1:
+// record_metric appends each finished request's metric). The Writer writes
+// each entry of the per-request file as the request finishes and keeps a
+// few varints per request (and per chunk) for the summary and stage
+// reports it writes at Close; computing them holds each statistic's
+// values, 8 bytes per request (per token for inter_token_latency), for a
+// moment.
 package inferenceperf
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -56,6 +68,7 @@ import (
 	"blis/metrics"
 	"blis/metrics/format/internal/jsonx"
 	"blis/metrics/internal/numpy"
+	"blis/metrics/internal/vlog"
 )
 
 // Name is the format's name, as --export takes it.
@@ -93,6 +106,8 @@ type ipReq struct {
 	out                   int
 	chunkTimes            []float64
 	tokenTimes            []float64
+	startNS, endNS        int64   // start and end, ns (start and end are these in seconds)
+	chunkNS               []int64 // chunkTimes in ns
 	errType, errMsg       string
 	request               string
 }
@@ -110,56 +125,165 @@ func ipErrorType(msg string) string {
 	return "HTTP Error 400"
 }
 
-// ipRequests builds the per-request records from the Result (which must be
-// Detailed for the chunk times).
-func ipRequests(r *metrics.Result, run *metrics.RunInfo) []*ipReq {
-	model := run.ModelName(r)
-	out := make([]*ipReq, len(r.Requests))
-	for i := range r.Requests {
-		p := &r.Requests[i]
-		q := &ipReq{
-			start: metrics.Seconds(p.Start), end: metrics.Seconds(p.End), scheduled: metrics.Seconds(p.Start - p.QueueTime),
-			input: p.InputTokens, cached: p.CachedTokens, ok: p.Success,
-		}
-		if run.Conversation != nil {
-			conv, _ := run.ConversationOf(p.Index)
-			q.session, q.hasSession = strconv.FormatInt(conv, 10), true
-		}
-		body := jsonx.NewObj().Set("model", model).Set("prompt", "").Set("max_tokens", p.OutputTokens).
-			Set("ignore_eos", true).Set("stream", true).
-			Set("stream_options", jsonx.NewObj().Set("include_usage", true))
-		var b bytes.Buffer
-		jsonx.Encode(&b, body, jsonx.PyOneLine)
-		q.request = b.String()
-		if !p.Success {
-			q.errType, q.errMsg = ipErrorType(p.Error), p.Error
-			out[i] = q
-			continue
-		}
-		q.out = p.OutputTokens
-		t := p.Start + p.TTFT
-		chunks := []time.Duration{t}
-		for _, g := range p.ITLs {
-			t += g
-			chunks = append(chunks, t)
-		}
-		q.chunkTimes = make([]float64, len(chunks))
-		for j, c := range chunks {
-			q.chunkTimes[j] = metrics.Seconds(c)
-		}
-		// Spread the tokens: chunk j carries ceil((j+1)k/n) − ceil(jk/n).
-		n, k := len(chunks), p.OutputTokens
-		prev := 0
-		for j := range chunks {
-			upto := ((j+1)*k + n - 1) / n
-			for range upto - prev {
-				q.tokenTimes = append(q.tokenTimes, q.chunkTimes[j])
-			}
-			prev = upto
-		}
-		out[i] = q
+// ipBody is the request body BLIS writes for a request asking for out
+// tokens (json.dumps of the OpenAI completions request).
+func ipBody(model string, out int) string {
+	e := jsonx.NewEnc(jsonx.PyOneLine, 0)
+	e.Obj()
+	e.Key("model")
+	e.Str(model)
+	e.Key("prompt")
+	e.Str("")
+	e.Key("max_tokens")
+	e.Int(int64(out))
+	e.Key("ignore_eos")
+	e.Bool(true)
+	e.Key("stream")
+	e.Bool(true)
+	e.Key("stream_options")
+	e.Obj()
+	e.Key("include_usage")
+	e.Bool(true)
+	e.EndObj()
+	e.EndObj()
+	return string(e.B)
+}
+
+// fill sets q to the record of p, reusing q's slices.
+func (q *ipReq) fill(p *metrics.RequestResult, run *metrics.RunInfo, body string) {
+	*q = ipReq{chunkTimes: q.chunkTimes[:0], tokenTimes: q.tokenTimes[:0], chunkNS: q.chunkNS[:0],
+		startNS: int64(p.Start), endNS: int64(p.End),
+		start: metrics.Seconds(p.Start), end: metrics.Seconds(p.End), scheduled: metrics.Seconds(p.Start - p.QueueTime),
+		input: p.InputTokens, cached: p.CachedTokens, ok: p.Success, request: body}
+	if run.MultiTurn {
+		conv, _ := run.ConversationOf(p)
+		q.session, q.hasSession = strconv.FormatInt(conv, 10), true
 	}
-	return out
+	if !p.Success {
+		q.errType, q.errMsg = ipErrorType(p.Error), p.Error
+		return
+	}
+	q.out = p.OutputTokens
+	t := p.Start + p.TTFT
+	q.chunkTimes = append(q.chunkTimes, metrics.Seconds(t))
+	q.chunkNS = append(q.chunkNS, int64(t))
+	for _, g := range p.ITLs {
+		t += g
+		q.chunkTimes = append(q.chunkTimes, metrics.Seconds(t))
+		q.chunkNS = append(q.chunkNS, int64(t))
+	}
+	// Spread the tokens: chunk j carries ceil((j+1)k/n) − ceil(jk/n).
+	n, k := len(q.chunkTimes), p.OutputTokens
+	prev := 0
+	for j := range n {
+		upto := ((j+1)*k + n - 1) / n
+		for range upto - prev {
+			q.tokenTimes = append(q.tokenTimes, q.chunkTimes[j])
+		}
+		prev = upto
+	}
+}
+
+// aggregator keeps, per request in completion order, what the summary
+// reports need: its times, lengths and chunk gaps as varints (failed
+// requests' messages as indices into a table of distinct ones).
+type aggregator struct {
+	run    *metrics.RunInfo
+	model  string
+	bodies map[int]string // request body by max_tokens
+	log    vlog.Log
+	n      int
+	msgs   []string
+	msgID  map[string]int64
+	q      ipReq
+	sizes  ipSizes
+}
+
+// ipSizes counts what the summary's value lists will hold, to size them.
+type ipSizes struct{ ok, failed, tokens int }
+
+func newAggregator(run *metrics.RunInfo, model string) *aggregator {
+	return &aggregator{run: run, model: model, bodies: map[int]string{}, msgID: map[string]int64{}}
+}
+
+// record fills a.q with p's record and logs what the summaries need.
+func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
+	body, ok := a.bodies[p.OutputTokens]
+	if !ok {
+		body = ipBody(a.model, p.OutputTokens)
+		if len(a.bodies) < 1<<12 {
+			a.bodies[p.OutputTokens] = body
+		}
+	}
+	a.q.fill(p, a.run, body)
+	l := &a.log
+	l.Int(int64(p.Start))
+	l.Int(int64(p.End - p.Start))
+	l.Int(int64(p.QueueTime))
+	l.Int(int64(p.InputTokens))
+	l.Int(int64(p.CachedTokens))
+	l.Int(int64(p.OutputTokens))
+	l.Int(p.Index)
+	l.Uint(uint64(p.Session))
+	l.Int(int64(p.Turn))
+	if p.Success {
+		a.sizes.ok++
+		a.sizes.tokens += p.OutputTokens
+		l.Int(-1)
+		l.Int(int64(p.TTFT))
+		l.Int(int64(len(p.ITLs)))
+		for _, g := range p.ITLs {
+			l.Int(int64(g))
+		}
+	} else {
+		a.sizes.failed++
+		id, ok := a.msgID[p.Error]
+		if !ok {
+			id = int64(len(a.msgs))
+			a.msgs = append(a.msgs, p.Error)
+			a.msgID[p.Error] = id
+		}
+		l.Int(id)
+	}
+	a.n++
+	return &a.q
+}
+
+// each calls fn with every logged request's record, in order; the record
+// and its slices are reused between calls.
+func (a *aggregator) each(fn func(q *ipReq)) {
+	rd := a.log.Reader()
+	var q ipReq
+	var gaps []time.Duration
+	for range a.n {
+		var p metrics.RequestResult
+		p.Start = time.Duration(rd.Int())
+		p.End = p.Start + time.Duration(rd.Int())
+		p.QueueTime = time.Duration(rd.Int())
+		p.InputTokens = int(rd.Int())
+		p.CachedTokens = int(rd.Int())
+		p.OutputTokens = int(rd.Int())
+		p.Index = rd.Int()
+		p.Session = rd.Uint()
+		p.Turn = int(rd.Int())
+		if id := rd.Int(); id >= 0 {
+			p.Error = a.msgs[id]
+		} else {
+			p.Success = true
+			p.TTFT = time.Duration(rd.Int())
+			gaps = gaps[:0]
+			for range rd.Int() {
+				gaps = append(gaps, time.Duration(rd.Int()))
+			}
+			p.ITLs = gaps
+		}
+		body, ok := a.bodies[p.OutputTokens]
+		if !ok {
+			body = ipBody(a.model, p.OutputTokens)
+		}
+		q.fill(&p, a.run, body)
+		fn(&q)
+	}
 }
 
 // ipSummarize is summarize(items, percentiles): nil (null) when empty.
@@ -168,7 +292,7 @@ func ipSummarize(items []float64) *jsonx.Obj {
 		return nil
 	}
 	s := slices.Clone(items)
-	slices.Sort(s)
+	numpy.SortFloats(s)
 	o := jsonx.NewObj().Set("mean", numpy.Mean(items)).Set("min", s[0]).Set("max", s[len(s)-1])
 	for _, p := range ipPercentiles {
 		o.Set(ipPctKey(p), numpy.PercentileSorted(s, p))
@@ -184,19 +308,24 @@ func orNil(o *jsonx.Obj) any {
 	return o
 }
 
-// ipPromptTokens is summarize_prompt_token_usage.
-func ipPromptTokens(reqs []*ipReq) *jsonx.Obj {
-	var total, cached float64
-	per := make([]float64, 0, len(reqs))
-	for _, q := range reqs {
-		total += float64(q.input)
-		per = append(per, float64(q.input))
-		if q.ok {
-			cached += float64(q.cached)
-		}
+// promptTokens accumulates summarize_prompt_token_usage.
+type promptTokens struct {
+	total, cached float64
+	per           []float64
+}
+
+func (pt *promptTokens) add(q *ipReq) {
+	pt.total += float64(q.input)
+	pt.per = append(pt.per, float64(q.input))
+	if q.ok {
+		pt.cached += float64(q.cached)
 	}
-	o := jsonx.NewObj().Set("total", total).Set("cached", cached).Set("uncached", max(total-cached, 0.0))
-	if d := ipSummarize(per); d != nil {
+}
+
+// obj is summarize_prompt_token_usage's result.
+func (pt *promptTokens) obj() *jsonx.Obj {
+	o := jsonx.NewObj().Set("total", pt.total).Set("cached", pt.cached).Set("uncached", max(pt.total-pt.cached, 0.0))
+	if d := ipSummarize(pt.per); d != nil {
 		for i, k := range d.Keys {
 			o.Set(k, d.Vals[i])
 		}
@@ -242,40 +371,50 @@ func ipLabel(errType, msg string) string {
 	return strings.TrimSpace(strings.ToLower(errType))
 }
 
-// ipErrorCounts is build_error_counts over the failed requests.
-func ipErrorCounts(failed []*ipReq) *jsonx.Obj {
-	type msgIDs struct {
-		msg string
-		ids []string
+// errorCounts accumulates build_error_counts over the failed requests.
+type errorCounts struct {
+	labels []string
+	counts map[string]int
+	msgs   map[string][]*msgIDs
+}
+
+type msgIDs struct {
+	msg string
+	ids []string
+}
+
+func (ec *errorCounts) add(q *ipReq) {
+	if ec.counts == nil {
+		ec.counts, ec.msgs = map[string]int{}, map[string][]*msgIDs{}
 	}
-	var labels []string
-	counts := map[string]int{}
-	msgs := map[string][]*msgIDs{}
-	for _, q := range failed {
-		l := ipLabel(q.errType, q.errMsg)
-		if counts[l] == 0 {
-			labels = append(labels, l)
-		}
-		counts[l]++
-		var m *msgIDs
-		for _, x := range msgs[l] {
-			if x.msg == q.errMsg {
-				m = x
-			}
-		}
-		switch {
-		case m != nil:
-			if q.hasSession {
-				m.ids = append(m.ids, q.session)
-			}
-		case len(msgs[l]) < maxErrorMessages:
-			m = &msgIDs{msg: q.errMsg}
-			if q.hasSession {
-				m.ids = []string{q.session}
-			}
-			msgs[l] = append(msgs[l], m)
+	l := ipLabel(q.errType, q.errMsg)
+	if ec.counts[l] == 0 {
+		ec.labels = append(ec.labels, l)
+	}
+	ec.counts[l]++
+	var m *msgIDs
+	for _, x := range ec.msgs[l] {
+		if x.msg == q.errMsg {
+			m = x
 		}
 	}
+	switch {
+	case m != nil:
+		if q.hasSession {
+			m.ids = append(m.ids, q.session)
+		}
+	case len(ec.msgs[l]) < maxErrorMessages:
+		m = &msgIDs{msg: q.errMsg}
+		if q.hasSession {
+			m.ids = []string{q.session}
+		}
+		ec.msgs[l] = append(ec.msgs[l], m)
+	}
+}
+
+// obj is build_error_counts' result.
+func (ec *errorCounts) obj() *jsonx.Obj {
+	labels, counts, msgs := slices.Clone(ec.labels), ec.counts, ec.msgs
 	sort.SliceStable(labels, func(a, b int) bool { return counts[labels[a]] > counts[labels[b]] })
 	o := jsonx.NewObj()
 	for _, l := range labels {
@@ -299,38 +438,32 @@ func ipErrorCounts(failed []*ipReq) *jsonx.Obj {
 	return o
 }
 
-// ipSummary is summarize_requests over reqs (non-empty); stageRate and
-// concurrency are the stage's (per-stage reports), nil for the summary.
-func ipSummary(reqs []*ipReq, stageRate *float64, concurrency *int) *jsonx.Obj {
-	var succ, failed []*ipReq
+// ipSummary is summarize_requests over the n requests each visits
+// (n > 0), for the summary (stageRate and concurrency nil) or a stage's
+// report (its rate and concurrency): the two differ only in the load
+// summary, so the requests are summarised once for both.
+func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate *float64, concurrency *int) *jsonx.Obj {
+	nSucc, nFailed := 0, 0
 	minStart, maxStart, maxEnd := math.Inf(1), math.Inf(-1), math.Inf(-1)
-	var delays []float64
-	for _, q := range reqs {
-		if q.ok {
-			succ = append(succ, q)
-		} else {
-			failed = append(failed, q)
-		}
+	list := func(n int) []float64 { return make([]float64, 0, n) }
+	delays := list(n)
+	lat, ntpot, tpot, ttft := list(size.ok), list(size.ok), list(size.ok), list(size.ok)
+	itl, sizes, outLen, outTok, zeros := list(size.tokens), list(size.ok), list(size.ok), list(size.ok), list(size.ok)
+	var inSum, outSum float64
+	succPrompt, failPrompt := promptTokens{per: list(size.ok)}, promptTokens{per: list(size.failed)}
+	failLat := list(size.failed)
+	var errs errorCounts
+	each(func(q *ipReq) {
 		minStart, maxStart, maxEnd = min(minStart, q.start), max(maxStart, q.start), max(maxEnd, q.end)
 		delays = append(delays, q.start-q.scheduled)
-	}
-	total := maxEnd - minStart
-	load := jsonx.NewObj().Set("count", len(reqs)).Set("schedule_delay", orNil(ipSummarize(delays)))
-	if stageRate != nil {
-		send := maxStart - minStart
-		achieved := 0.0
-		if send > 0 {
-			achieved = float64(len(reqs)) / send
+		if !q.ok {
+			nFailed++
+			failLat = append(failLat, q.end-q.start)
+			failPrompt.add(q)
+			errs.add(q)
+			return
 		}
-		load.Set("send_duration", send).Set("requested_rate", *stageRate).Set("achieved_rate", achieved)
-		if concurrency != nil {
-			load.Set("concurrency", *concurrency)
-		}
-	}
-
-	var lat, ntpot, tpot, ttft, itl, sizes, outLen, outTok, zeros []float64
-	var inSum, outSum float64
-	for _, q := range succ {
+		nSucc++
 		l := q.end - q.start
 		lat = append(lat, l)
 		if q.out > 0 {
@@ -353,7 +486,11 @@ func ipSummary(reqs []*ipReq, stageRate *float64, concurrency *int) *jsonx.Obj {
 		zeros = append(zeros, 0.0)
 		inSum += float64(q.input)
 		outSum += float64(q.out)
-	}
+		succPrompt.add(q)
+	})
+	total := maxEnd - minStart
+	scheduleDelay := orNil(ipSummarize(delays))
+
 	rate := func(x float64) float64 {
 		if total > 0 {
 			return x / total
@@ -371,7 +508,7 @@ func ipSummary(reqs []*ipReq, stageRate *float64, concurrency *int) *jsonx.Obj {
 		}
 	}
 	successes := jsonx.NewObj().
-		Set("count", len(succ)).
+		Set("count", nSucc).
 		Set("latency", jsonx.NewObj().
 			Set("request_latency", orNil(ipSummarize(lat))).
 			Set("normalized_time_per_output_token", orNil(ipSummarize(ntpot))).
@@ -382,7 +519,7 @@ func ipSummary(reqs []*ipReq, stageRate *float64, concurrency *int) *jsonx.Obj {
 			Set("input_tokens_per_sec", rate(inSum)).
 			Set("output_tokens_per_sec", rate(outSum)).
 			Set("total_tokens_per_sec", rate(inSum+outSum)).
-			Set("requests_per_sec", rate(float64(len(succ)))).
+			Set("requests_per_sec", rate(float64(nSucc))).
 			Set("images_per_sec", rate(0)).Set("videos_per_sec", rate(0)).Set("audios_per_sec", rate(0))).
 		Set("request_size_bytes", orNil(ipSummarize(sizes))).
 		Set("image", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("pixels", nil).Set("bytes", nil).
@@ -390,92 +527,240 @@ func ipSummary(reqs []*ipReq, stageRate *float64, concurrency *int) *jsonx.Obj {
 		Set("video", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("frames", nil).Set("pixels", nil).
 			Set("bytes", nil).Set("aspect_ratio", nil)).
 		Set("audio", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("seconds", nil).Set("bytes", nil)).
-		Set("prompt_tokens", ipPromptTokens(succ)).
+		Set("prompt_tokens", succPrompt.obj()).
 		Set("output_len", orNil(ipSummarize(outLen))).
 		Set("output_tokens", outputTokens).
 		Set("token_count_mismatches", 0).
 		Set("client_fallback_requests", jsonx.NewObj().Set("prompt", 0).Set("output", 0))
-	var failLat []float64
-	for _, q := range failed {
-		failLat = append(failLat, q.end-q.start)
-	}
 	failures := jsonx.NewObj().
-		Set("count", len(failed)).
+		Set("count", nFailed).
 		Set("request_latency", orNil(ipSummarize(failLat))).
-		Set("prompt_tokens", ipPromptTokens(failed)).
-		Set("by_label", ipErrorCounts(failed))
-	return jsonx.NewObj().
-		Set("benchmark_time_seconds", total).
-		Set("load_summary", load).
-		Set("successes", successes).
-		Set("failures", failures)
+		Set("prompt_tokens", failPrompt.obj()).
+		Set("by_label", errs.obj())
+	return func(stageRate *float64, concurrency *int) *jsonx.Obj {
+		load := jsonx.NewObj().Set("count", n).Set("schedule_delay", scheduleDelay)
+		if stageRate != nil {
+			send := maxStart - minStart
+			achieved := 0.0
+			if send > 0 {
+				achieved = float64(n) / send
+			}
+			load.Set("send_duration", send).Set("requested_rate", *stageRate).Set("achieved_rate", achieved)
+			if concurrency != nil {
+				load.Set("concurrency", *concurrency)
+			}
+		}
+		return jsonx.NewObj().
+			Set("benchmark_time_seconds", total).
+			Set("load_summary", load).
+			Set("successes", successes).
+			Set("failures", failures)
+	}
 }
 
-// ipEntry is build_per_request_lifecycle_entry with the default fields
-// (request, response, info with response_chunks).
-func (q *ipReq) entry() *jsonx.Obj {
-	e := jsonx.NewObj().Set("start_time", q.start).Set("end_time", q.end)
+// appendEntry writes build_per_request_lifecycle_entry with the default
+// fields (request, response, info with response_chunks) through e.
+func appendEntry(e *jsonx.Enc, q *ipReq) {
+	e.Obj()
+	e.Key("start_time")
+	e.FloatRatio(q.start, q.startNS, 9)
+	e.Key("end_time")
+	e.FloatRatio(q.end, q.endNS, 9)
 	if q.hasSession {
-		e.Set("session_id", q.session)
+		e.Key("session_id")
+		e.Str(q.session)
 	}
-	e.Set("request", q.request).Set("response", nil)
-	reqMetrics := jsonx.NewObj().Set("text", jsonx.NewObj().Set("input_tokens", q.input)).
-		Set("image", nil).Set("video", nil).Set("audio", nil)
-	var resp any
-	if q.ok {
-		ct := q.chunkTimes
-		if ct == nil {
-			ct = []float64{}
-		}
-		tt := q.tokenTimes
-		if tt == nil {
-			tt = []float64{}
-		}
-		resp = jsonx.NewObj().
-			Set("output_tokens", q.out).
-			Set("server_usage", jsonx.NewObj().Set("prompt_tokens", q.input).Set("total_tokens", q.input+q.out).
-				Set("completion_tokens", q.out).
-				Set("prompt_tokens_details", jsonx.NewObj().Set("cached_tokens", q.cached))).
-			Set("response_chunks", []any{}).
-			Set("chunk_times", ct).
-			Set("output_token_times", tt)
+	e.Key("request")
+	e.Str(q.request)
+	e.Key("response")
+	e.Null()
+	e.Key("info")
+	e.Obj()
+	e.Key("request_metrics")
+	e.Obj()
+	e.Key("text")
+	e.Obj()
+	e.Key("input_tokens")
+	e.Int(int64(q.input))
+	e.EndObj()
+	for _, k := range []string{"image", "video", "audio"} {
+		e.Key(k)
+		e.Null()
 	}
-	e.Set("info", jsonx.NewObj().
-		Set("request_metrics", reqMetrics).
-		Set("response_metrics", resp).
-		Set("extra_info", jsonx.NewObj()).
-		Set("lora_adapter", nil).Set("graph_event_id", nil).
-		Set("labels", jsonx.NewObj()).
-		Set("retries_attempted", 0).Set("retries_recovered", false).
-		Set("input_tokens", q.input))
+	e.EndObj()
+	e.Key("response_metrics")
 	if q.ok {
-		e.Set("error", nil)
+		e.Obj()
+		e.Key("output_tokens")
+		e.Int(int64(q.out))
+		e.Key("server_usage")
+		e.Obj()
+		e.Key("prompt_tokens")
+		e.Int(int64(q.input))
+		e.Key("total_tokens")
+		e.Int(int64(q.input + q.out))
+		e.Key("completion_tokens")
+		e.Int(int64(q.out))
+		e.Key("prompt_tokens_details")
+		e.Obj()
+		e.Key("cached_tokens")
+		e.Int(int64(q.cached))
+		e.EndObj()
+		e.EndObj()
+		e.Key("response_chunks")
+		e.Arr()
+		e.EndArr()
+		e.Key("chunk_times")
+		from := len(e.B)
+		e.Arr()
+		for j, t := range q.chunkTimes {
+			e.FloatRatio(t, q.chunkNS[j], 9)
+		}
+		e.EndArr()
+		to := len(e.B)
+		e.Key("output_token_times")
+		if len(q.tokenTimes) == len(q.chunkTimes) {
+			// One token per chunk: the same times, the same text.
+			e.Raw(e.B[from:to:to])
+		} else {
+			e.Arr()
+			for _, t := range q.tokenTimes {
+				e.Float(t)
+			}
+			e.EndArr()
+		}
+		e.EndObj()
 	} else {
-		e.Set("error", jsonx.NewObj().Set("error_type", q.errType).Set("error_msg", q.errMsg))
+		e.Null()
 	}
-	return e
+	e.Key("extra_info")
+	e.Obj()
+	e.EndObj()
+	e.Key("lora_adapter")
+	e.Null()
+	e.Key("graph_event_id")
+	e.Null()
+	e.Key("labels")
+	e.Obj()
+	e.EndObj()
+	e.Key("retries_attempted")
+	e.Int(0)
+	e.Key("retries_recovered")
+	e.Bool(false)
+	e.Key("input_tokens")
+	e.Int(int64(q.input))
+	e.EndObj()
+	e.Key("error")
+	if q.ok {
+		e.Null()
+	} else {
+		e.Obj()
+		e.Key("error_type")
+		e.Str(q.errType)
+		e.Key("error_msg")
+		e.Str(q.errMsg)
+		e.EndObj()
+	}
+	e.EndObj()
 }
 
-// Encode renders the report files: the per-request list (PerRequestFile)
-// and, when there are requests, the summary (SummaryFile) and the one
-// stage's report (StageFilePattern with stage 0); summary and stage are
-// nil without requests. The Result must be Detailed.
-func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage []byte) {
-	reqs := ipRequests(r, run)
-	list := make([]any, len(reqs))
-	for i, q := range reqs {
-		list[i] = q.entry()
+// Writer streams the reports into a directory: each request's entry goes
+// to PerRequestFile as it finishes; Close writes the summary and the
+// stage report. Requests must come from a Detailed recorder (the entries
+// list every chunk time).
+type Writer struct {
+	dir string
+	run metrics.RunInfo
+	out *jsonx.File
+	agg *aggregator
+}
+
+// NewWriter creates PerRequestFile in dir, for requests to model (""
+// means RunInfo's model).
+func NewWriter(dir string, run metrics.RunInfo, model string) (*Writer, error) {
+	out, err := jsonx.CreateFile(filepath.Join(dir, PerRequestFile), jsonx.PyIndent2, 1)
+	if err != nil {
+		return nil, err
 	}
+	w := &Writer{dir: dir, run: run, out: out}
+	if model == "" {
+		model = run.Model
+	}
+	w.agg = newAggregator(&w.run, model)
+	w.agg.log.Spill(dir, vlog.MemLimit)
+	return w, nil
+}
+
+// appendListEntry writes q as the next element of the per-request list.
+func appendListEntry(e *jsonx.Enc, q *ipReq, first bool) {
+	e.Reset()
+	if first {
+		e.B = append(e.B, '[')
+	} else {
+		e.B = append(e.B, ',')
+	}
+	e.B = append(e.B, "\n  "...)
+	appendEntry(e, q)
+}
+
+// endList closes the per-request list of n entries.
+func endList(n int) string {
+	if n == 0 {
+		return "[]"
+	}
+	return "\n]"
+}
+
+// Request writes q's entry (see metrics.Sink).
+func (w *Writer) Request(p *metrics.RequestResult) error {
+	q := w.agg.record(p)
+	appendListEntry(w.out.Enc, q, w.agg.n == 1)
+	if err := w.out.Write(); err != nil {
+		return err
+	}
+	return w.agg.log.Err()
+}
+
+// Close finishes PerRequestFile and, when there were requests, writes
+// SummaryFile and the stage report for r, whose requests were all given
+// to Request. It returns the files written.
+func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	defer w.agg.log.Close()
+	err := w.out.Close(endList(w.agg.n))
+	paths := []string{filepath.Join(w.dir, PerRequestFile)}
+	if err != nil || w.agg.n == 0 {
+		return paths, err
+	}
+	sum, stage := w.agg.reports(r)
+	if err := w.agg.log.Err(); err != nil {
+		return paths, err
+	}
+	paths = append(paths, filepath.Join(w.dir, SummaryFile))
+	if err := os.WriteFile(paths[1], sum, 0o644); err != nil {
+		return paths[:1], err
+	}
+	paths = append(paths, filepath.Join(w.dir, fmt.Sprintf(StageFilePattern, 0)))
+	if err := os.WriteFile(paths[2], stage, 0o644); err != nil {
+		return paths[:2], err
+	}
+	return paths, nil
+}
+
+// Abort closes PerRequestFile unfinished.
+func (w *Writer) Abort() {
+	w.out.Abort()
+	w.agg.log.Close()
+}
+
+// reports renders the summary and the one stage's report.
+func (a *aggregator) reports(r *metrics.Result) (summary, stage []byte) {
 	enc := func(v any) []byte {
 		var b bytes.Buffer
 		jsonx.Encode(&b, v, jsonx.PyIndent2)
 		return b.Bytes()
 	}
-	perRequest = enc(list)
-	if len(reqs) == 0 {
-		return perRequest, nil, nil
-	}
-	summary = encodeIPSummary(reqs)
+	doc := ipSummary(a.each, a.n, a.sizes)
+	summary = enc(doc(nil, nil))
 	var rate *float64
 	if !math.IsInf(r.RequestRate, 0) && !math.IsNaN(r.RequestRate) && r.RequestRate > 0 {
 		rate = &r.RequestRate
@@ -484,13 +769,38 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage
 	if rate != nil && r.MaxConcurrency > 0 {
 		conc = &r.MaxConcurrency
 	}
-	stage = enc(ipSummary(reqs, rate, conc))
-	return perRequest, summary, stage
+	return summary, enc(doc(rate, conc))
 }
 
-// encodeIPSummary renders the summary report of reqs.
-func encodeIPSummary(reqs []*ipReq) []byte {
+// Encode renders the report files of r's requests (in completion order):
+// the per-request list (PerRequestFile) and, when there are requests, the
+// summary (SummaryFile) and the one stage's report (StageFilePattern with
+// stage 0); summary and stage are nil without requests. The Result must
+// be Detailed.
+func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage []byte) {
+	a := newAggregator(run, run.ModelName(r))
+	e := jsonx.NewEnc(jsonx.PyIndent2, 1)
 	var b bytes.Buffer
-	jsonx.Encode(&b, ipSummary(reqs, nil, nil), jsonx.PyIndent2)
+	for _, p := range r.InCompletionOrder() {
+		q := a.record(p)
+		appendListEntry(e, q, a.n == 1)
+		b.Write(e.B)
+	}
+	b.WriteString(endList(a.n))
+	if a.n == 0 {
+		return b.Bytes(), nil, nil
+	}
+	summary, stage = a.reports(r)
+	return b.Bytes(), summary, stage
+}
+
+// encodeIPSummary renders the summary report of r's requests.
+func encodeIPSummary(r *metrics.Result, run *metrics.RunInfo) []byte {
+	a := newAggregator(run, run.ModelName(r))
+	for _, p := range r.InCompletionOrder() {
+		a.record(p)
+	}
+	var b bytes.Buffer
+	jsonx.Encode(&b, ipSummary(a.each, a.n, a.sizes)(nil, nil), jsonx.PyIndent2)
 	return b.Bytes()
 }

@@ -1,18 +1,21 @@
 package inferenceperf
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"blis/metrics"
 	"blis/metrics/format/internal/formattest"
+	"blis/metrics/format/internal/jsonx"
 	"blis/metrics/internal/numpy"
 )
 
@@ -53,9 +56,18 @@ func TestRoundTrip(t *testing.T) {
 	if m.Format != Name || m.Path != dir {
 		t.Errorf("format %q path %q", m.Format, m.Path)
 	}
-	formattest.CheckRequests(t, m.Requests, res, run, 0, 0, true)
+	// inference-perf lists requests in completion order and names them by
+	// position: give them back BLIS's indices.
+	inSeq := formattest.InSeq(res)
+	for i := range m.Requests {
+		if m.Requests[i].ID != strconv.Itoa(i) {
+			t.Fatalf("request %d: id %q, want its position", i, m.Requests[i].ID)
+		}
+		m.Requests[i].ID = strconv.FormatInt(inSeq.Requests[i].Index, 10)
+	}
+	formattest.CheckRequests(t, m.Requests, inSeq, run, 0, 0, true)
 	for i, q := range m.Requests {
-		w := res.Requests[i]
+		w := inSeq.Requests[i]
 		if !w.Success {
 			continue
 		}
@@ -390,5 +402,88 @@ func TestLabels(t *testing.T) {
 		if got := ipLabel(tc[0], tc[1]); got != tc[2] {
 			t.Errorf("ipLabel(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
 		}
+	}
+}
+
+// refEntry is an entry built as a document, the reference appendEntry's
+// token-by-token writing must match.
+func refEntry(q *ipReq) *jsonx.Obj {
+	e := jsonx.NewObj().Set("start_time", q.start).Set("end_time", q.end)
+	if q.hasSession {
+		e.Set("session_id", q.session)
+	}
+	e.Set("request", q.request).Set("response", nil)
+	reqMetrics := jsonx.NewObj().Set("text", jsonx.NewObj().Set("input_tokens", q.input)).
+		Set("image", nil).Set("video", nil).Set("audio", nil)
+	var resp any
+	if q.ok {
+		resp = jsonx.NewObj().
+			Set("output_tokens", q.out).
+			Set("server_usage", jsonx.NewObj().Set("prompt_tokens", q.input).Set("total_tokens", q.input+q.out).
+				Set("completion_tokens", q.out).
+				Set("prompt_tokens_details", jsonx.NewObj().Set("cached_tokens", q.cached))).
+			Set("response_chunks", []any{}).
+			Set("chunk_times", append([]float64{}, q.chunkTimes...)).
+			Set("output_token_times", append([]float64{}, q.tokenTimes...))
+	}
+	e.Set("info", jsonx.NewObj().
+		Set("request_metrics", reqMetrics).
+		Set("response_metrics", resp).
+		Set("extra_info", jsonx.NewObj()).
+		Set("lora_adapter", nil).Set("graph_event_id", nil).
+		Set("labels", jsonx.NewObj()).
+		Set("retries_attempted", 0).Set("retries_recovered", false).
+		Set("input_tokens", q.input))
+	if q.ok {
+		e.Set("error", nil)
+	} else {
+		e.Set("error", jsonx.NewObj().Set("error_type", q.errType).Set("error_msg", q.errMsg))
+	}
+	return e
+}
+
+// The per-request file is the list of documents the tool's fields
+// describe, byte for byte, and the Writer writes what Encode renders.
+func TestEntryEncoderMatchesDocument(t *testing.T) {
+	res, run := formattest.Result(t)
+	for _, multi := range []bool{false, true} {
+		run.MultiTurn = multi
+		per, sum, stage := Encode(res, &run)
+		a := newAggregator(&run, run.ModelName(res))
+		var list []any
+		for _, p := range formattest.InSeq(res).Requests {
+			q := *a.record(&p)
+			q.chunkTimes, q.tokenTimes = slices.Clone(q.chunkTimes), slices.Clone(q.tokenTimes)
+			list = append(list, refEntry(&q))
+		}
+		var want bytes.Buffer
+		jsonx.Encode(&want, list, jsonx.PyIndent2)
+		if !bytes.Equal(per, want.Bytes()) {
+			t.Fatalf("multi-turn %v: per-request file differs from the documents:\n%s\nwant\n%s", multi, per, want.Bytes())
+		}
+		dir := t.TempDir()
+		w, err := NewWriter(dir, run, run.ModelName(res))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range formattest.InSeq(res).Requests {
+			if err := w.Request(&q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Close(res); err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string][]byte{PerRequestFile: per, SummaryFile: sum, fmt.Sprintf(StageFilePattern, 0): stage} {
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: the Writer's file differs from Encode's (%v)", name, err)
+			}
+		}
+	}
+	// No request: an empty list and no summary.
+	per, sum, _ := Encode(formattest.Empty(t), &run)
+	if string(per) != "[]" || sum != nil {
+		t.Errorf("empty run: %q, summary %v", per, sum != nil)
 	}
 }

@@ -21,7 +21,7 @@ var ipBound = regexp.MustCompile(`^summary\.successes\.(count|latency\.(request_
 func Recompute(run *metrics.MeasuredRun) []metrics.Recomputed {
 	r, ri := metrics.ResultFromMeasured(run.Requests)
 	ri.EpochUnixNano = 0
-	sum, err := parseFile(SummaryFile, encodeIPSummary(ipRequests(r, ri)))
+	sum, err := parseFile(SummaryFile, encodeIPSummary(r, ri))
 	if err != nil {
 		return nil
 	}

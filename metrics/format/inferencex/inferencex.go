@@ -26,12 +26,16 @@ package inferencex
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"blis/metrics"
 	"blis/metrics/format/internal/jsonx"
 	"blis/metrics/internal/numpy"
+	"blis/metrics/internal/vlog"
 )
 
 // Name is the format's name, as --export takes it.
@@ -62,8 +66,43 @@ type Stat struct {
 
 // Compute computes the per-point fields from r over gpus GPUs (the
 // denominator of the per-GPU throughputs; InferenceX uses TP on one node,
-// prefill+decode GPUs across nodes).
+// prefill+decode GPUs across nodes), with the E2E interactivity from r's
+// requests.
 func Compute(r *metrics.Result, gpus int) Point {
+	var ratios ratioLog
+	for i := range r.Requests {
+		ratios.add(&r.Requests[i])
+	}
+	return compute(r, gpus, &ratios)
+}
+
+// ratioLog keeps each qualifying request's latency and output tokens (a
+// few varints), for the E2E interactivity percentiles.
+type ratioLog struct {
+	log vlog.Log
+	n   int
+}
+
+func (l *ratioLog) add(q *metrics.RequestResult) {
+	if q.Success && q.Latency > 0 && q.OutputTokens > 0 && q.TTFT > 0 && q.InputTokens > 0 {
+		l.log.Int(int64(q.Latency))
+		l.log.Int(int64(q.OutputTokens))
+		l.n++
+	}
+}
+
+// seq is the requests' seconds per output token, E2E/OSL.
+func (l *ratioLog) seq() numpy.Seq {
+	return numpy.Seq{N: l.n, Open: func() func() float64 {
+		rd := l.log.Reader()
+		return func() float64 {
+			lat := time.Duration(rd.Int())
+			return metrics.Seconds(lat) / float64(rd.Int())
+		}
+	}}
+}
+
+func compute(r *metrics.Result, gpus int, ratios *ratioLog) Point {
 	g := float64(max(gpus, 1))
 	p := Point{
 		TputPerGPU:       r.TotalTokenThroughput / g,
@@ -79,20 +118,13 @@ func Compute(r *metrics.Result, gpus int) Point {
 	for i, q := range r.Percentiles {
 		intvty("p"+metrics.PercentileWord(q), r.TPOT.Percentiles[i])
 	}
-	var ratio []float64
-	for i := range r.Requests {
-		q := &r.Requests[i]
-		if q.Success && q.Latency > 0 && q.OutputTokens > 0 && q.TTFT > 0 && q.InputTokens > 0 {
-			ratio = append(ratio, metrics.Seconds(q.Latency)/float64(q.OutputTokens))
-		}
-	}
-	if len(ratio) > 0 {
-		slices.Sort(ratio)
+	if ratios.n > 0 {
 		pcts := append([]float64{75, 90}, r.Percentiles...)
 		slices.Sort(pcts)
 		pcts = slices.Compact(pcts)
+		s := ratios.seq().Order(nil, pcts)
 		for _, q := range pcts {
-			if rp := numpy.PercentileSorted(ratio, q); rp > 0 && !math.IsInf(1/rp, 0) {
+			if rp := s.Percentile(q); rp > 0 && !math.IsInf(1/rp, 0) {
 				p.E2EInteractivity = append(p.E2EInteractivity, Stat{"p" + metrics.PercentileWord(q) + "_e2e_intvty", 1 / rp})
 			}
 		}
@@ -103,8 +135,8 @@ func Compute(r *metrics.Result, gpus int) Point {
 // doc is process_result.py's agg JSON: the run description,
 // the per-GPU throughputs, then each vLLM *_ms key in seconds (with
 // interactivity after each TPOT key), then BLIS's E2E interactivity.
-func doc(r *metrics.Result, run *metrics.RunInfo) *jsonx.Obj {
-	pt := Compute(r, run.GPUCount())
+func doc(r *metrics.Result, run *metrics.RunInfo, ratios *ratioLog) *jsonx.Obj {
+	pt := compute(r, run.GPUCount(), ratios)
 	tp, _, ep, _ := run.Parallelism()
 	o := jsonx.NewObj().
 		Set("hw", run.Chip).Set("conc", r.MaxConcurrency).Set("image", run.ToolVersion()).
@@ -139,7 +171,53 @@ func doc(r *metrics.Result, run *metrics.RunInfo) *jsonx.Obj {
 
 // Encode renders the result point (ResultFile).
 func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
+	var ratios ratioLog
+	for i := range r.Requests {
+		ratios.add(&r.Requests[i])
+	}
+	return encode(r, run, &ratios)
+}
+
+func encode(r *metrics.Result, run *metrics.RunInfo, ratios *ratioLog) []byte {
 	var b bytes.Buffer
-	jsonx.Encode(&b, doc(r, run), jsonx.PyIndent2)
+	jsonx.Encode(&b, doc(r, run, ratios), jsonx.PyIndent2)
 	return b.Bytes()
 }
+
+// Writer writes ResultFile into a directory, keeping of each request only
+// what the E2E interactivity needs.
+type Writer struct {
+	dir    string
+	run    metrics.RunInfo
+	ratios ratioLog
+}
+
+// NewWriter returns a writer of ResultFile in dir.
+func NewWriter(dir string, run metrics.RunInfo) *Writer {
+	w := &Writer{dir: dir, run: run}
+	w.ratios.log.Spill(dir, vlog.MemLimit)
+	return w
+}
+
+// Request notes q (see metrics.Sink).
+func (w *Writer) Request(q *metrics.RequestResult) error {
+	w.ratios.add(q)
+	return w.ratios.log.Err()
+}
+
+// Close writes ResultFile for r and returns its path.
+func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	defer w.ratios.log.Close()
+	p := filepath.Join(w.dir, ResultFile)
+	b := encode(r, &w.run, &w.ratios)
+	if err := w.ratios.log.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{p}, nil
+}
+
+// Abort releases what the writer kept: Close writes the file.
+func (w *Writer) Abort() { w.ratios.log.Close() }

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,3 +233,32 @@ func fnv64a(s string) uint64 {
 	h.Write([]byte(s))
 	return h.Sum64()
 }
+
+// Writer writes ReportFile into a directory at Close: the report is
+// aggregates only, so it keeps nothing per request.
+type Writer struct {
+	dir string
+	run metrics.RunInfo
+}
+
+// NewWriter returns a writer of ReportFile in dir.
+func NewWriter(dir string, run metrics.RunInfo) *Writer { return &Writer{dir: dir, run: run} }
+
+// Request does nothing (see metrics.Sink): the report needs no request.
+func (w *Writer) Request(*metrics.RequestResult) error { return nil }
+
+// Close writes ReportFile for r and returns its path.
+func (w *Writer) Close(r *metrics.Result) ([]string, error) {
+	b, err := Encode(r, &w.run)
+	if err != nil {
+		return nil, err
+	}
+	p := filepath.Join(w.dir, ReportFile)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{p}, nil
+}
+
+// Abort does nothing: Close writes the file.
+func (w *Writer) Abort() {}

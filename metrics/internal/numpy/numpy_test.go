@@ -2,6 +2,7 @@ package numpy
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -83,5 +84,129 @@ func TestPairwiseSum(t *testing.T) {
 	}
 	if got, want := Sum(a), 1e16+14; got != want {
 		t.Errorf("pairwise order: got %v, want %v", got, want)
+	}
+}
+
+// seqOf is a Seq over a slice.
+func seqOf(a []float64) Seq {
+	return Seq{N: len(a), Open: func() func() float64 {
+		i := 0
+		return func() float64 { i++; return a[i-1] }
+	}}
+}
+
+// A Seq gives the array functions' results bit for bit: sums and std in
+// order, order statistics from counted repeats or from the sorted values.
+func TestSeqMatchesArray(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 2, 7, 8, 9, 127, 128, 129, 1000, 4097, 300_000} {
+		for _, distinct := range []int{3, 1 << 30} {
+			a := make([]float64, n)
+			for i := range a {
+				a[i] = float64(r.IntN(distinct)) * 1.2345e-3
+				if distinct > 3 {
+					a[i] = r.ExpFloat64()
+				}
+			}
+			s := seqOf(a)
+			if n > 0 {
+				if got, want := s.Sum(), Sum(a); got != want {
+					t.Errorf("n=%d: Sum %v, want %v", n, got, want)
+				}
+				if got, want := s.Std(), Std(a); got != want {
+					t.Errorf("n=%d: Std %v, want %v", n, got, want)
+				}
+			}
+			srt := slices.Clone(a)
+			slices.Sort(srt)
+			if n == 0 {
+				continue
+			}
+			pcts := []float64{0, 1, 25, 50, 90, 99, 99.9, 100}
+			checkOrder(t, s, srt, pcts, "sorted")
+			// The counted and the selected paths.
+			maxSorted = 0
+			checkOrder(t, s, srt, pcts, "counted")
+			maxDistinct = 0
+			checkOrder(t, s, srt, pcts, "selected")
+			maxSorted, maxDistinct = 1<<22, 1<<16
+			st := s.Sort(nil)
+			if got, want := st.Median(), MedianSorted(srt); got != want {
+				t.Errorf("n=%d distinct=%d: Median %v, want %v", n, distinct, got, want)
+			}
+			for _, p := range []float64{0, 1, 25, 50, 90, 99, 99.9, 100} {
+				if got, want := st.Percentile(p), PercentileSorted(srt, p); got != want {
+					t.Errorf("n=%d distinct=%d: P%v %v, want %v", n, distinct, p, got, want)
+				}
+			}
+			if st.At(0) != srt[0] || st.At(int64(n-1)) != srt[n-1] {
+				t.Errorf("n=%d: min/max wrong", n)
+			}
+		}
+	}
+}
+
+func checkOrder(t *testing.T, s Seq, srt, pcts []float64, path string) {
+	t.Helper()
+	n := len(srt)
+	st := s.Order(nil, pcts)
+	if got, want := st.Median(), MedianSorted(srt); got != want {
+		t.Errorf("%s n=%d: Median %v, want %v", path, n, got, want)
+	}
+	for _, p := range pcts {
+		if got, want := st.Percentile(p), PercentileSorted(srt, p); got != want {
+			t.Errorf("%s n=%d: P%v %v, want %v", path, n, p, got, want)
+		}
+	}
+	if st.At(0) != srt[0] || st.At(int64(n-1)) != srt[n-1] {
+		t.Errorf("%s n=%d: min/max %v %v, want %v %v", path, n, st.At(0), st.At(int64(n-1)), srt[0], srt[n-1])
+	}
+}
+
+// Selection handles signs, zeros of both signs and ties.
+func TestSelectRanks(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	maxSorted, maxDistinct = 0, 0
+	defer func() { maxSorted, maxDistinct = 1<<22, 1<<16 }()
+	for _, n := range []int{1, 2, 3, 10, 1000} {
+		a := make([]float64, n)
+		for i := range a {
+			switch r.IntN(4) {
+			case 0:
+				a[i] = math.Copysign(0, -1)
+			case 1:
+				a[i] = -r.ExpFloat64()
+			case 2:
+				a[i] = float64(r.IntN(3))
+			default:
+				a[i] = r.NormFloat64() * 1e6
+			}
+		}
+		srt := slices.Clone(a)
+		slices.Sort(srt)
+		checkOrder(t, seqOf(a), srt, []float64{0, 10, 33.3, 50, 75, 99, 100}, "selected")
+	}
+}
+
+func TestSortFloats(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, n := range []int{0, 5, 4095, 4096, 100_000} {
+		a := make([]float64, n)
+		for i := range a {
+			switch r.IntN(4) {
+			case 0:
+				a[i] = float64(r.IntN(7))
+			case 1:
+				a[i] = -r.ExpFloat64()
+			default:
+				a[i] = r.Float64() * 1e3
+			}
+		}
+		want := slices.Clone(a)
+		slices.Sort(want)
+		SortFloats(a)
+		if !slices.Equal(a, want) {
+			t.Fatalf("n=%d: not sorted as slices.Sort sorts", n)
+		}
 	}
 }

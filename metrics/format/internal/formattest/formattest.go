@@ -21,7 +21,7 @@ const ms = time.Millisecond
 // Records is a small simulated-like run: 14 requests sent 37 ms
 // apart under a concurrency cap, mixed lengths (one with a single output
 // token), one rejected and one that never streamed, gaps at odd
-// nanosecond values, conversations of three turns.
+// nanosecond values, conversations of three turns (sessions 1, 2, …).
 func Records() (recs []metrics.Record, gaps [][]time.Duration) {
 	seed := uint64(12345)
 	next := func(n uint64) uint64 {
@@ -32,6 +32,7 @@ func Records() (recs []metrics.Record, gaps [][]time.Duration) {
 		sent := time.Duration(i)*37*ms + time.Duration(next(999_999))
 		rec := metrics.Record{
 			Index: int64(i), Sent: sent, Scheduled: sent + 3*ms,
+			Session: uint64(i/3 + 1), Turn: i % 3,
 			InputTokens:     100 + int(next(900)),
 			CachedTokens:    int(next(64)),
 			ClientQueueTime: time.Duration(next(5)) * ms,
@@ -64,19 +65,20 @@ func Records() (recs []metrics.Record, gaps [][]time.Duration) {
 	return recs, gaps
 }
 
-// RecordRun feeds records to a recorder as a driver would: sends, then
-// every token in simulated-time order (ties by index), then the finishes.
+// RecordRun feeds records to a recorder as a driver would: the sends in
+// time order, then every token in simulated-time order (ties by index),
+// then the finishes in time order.
 func RecordRun(t testing.TB, opts metrics.RecorderOptions, recs []metrics.Record, gaps [][]time.Duration) *metrics.Recorder {
 	t.Helper()
 	r, err := metrics.NewRecorder(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := recs[0].Sent
-	for _, rec := range recs {
-		first = min(first, rec.Sent)
+	sends := slices.Clone(recs)
+	slices.SortStableFunc(sends, func(a, b metrics.Record) int { return int(a.Sent - b.Sent) })
+	for _, rec := range sends {
+		r.Send(rec.Index, rec.Sent)
 	}
-	r.Send(first)
 	type tok struct {
 		at  time.Duration
 		idx int64
@@ -145,8 +147,7 @@ func Result(t testing.TB) (*metrics.Result, metrics.RunInfo) {
 	})
 	run := metrics.RunInfo{
 		Chip: "H100", Precision: "bf16", TP: 2, ISL: 512, OSL: 24, RangeRatio: 0.5, Seed: 7,
-		Version:      "test",
-		Conversation: func(i int64) (int64, int) { return i / 3, int(i % 3) },
+		Version: "test", MultiTurn: true,
 	}
 	return res, run
 }
@@ -206,8 +207,19 @@ func SameSummary(t *testing.T, got, want *metrics.Result) {
 	}
 }
 
-// CheckRequests compares read-back requests with the Result's, exactly
-// or within tol nanoseconds for times.
+// InSeq is a copy of res with its requests in completion order (Seq), the
+// order aiperf, GuideLLM and inference-perf write them in.
+func InSeq(res *metrics.Result) *metrics.Result {
+	c := *res
+	c.Requests = nil
+	for _, q := range res.InCompletionOrder() {
+		c.Requests = append(c.Requests, *q)
+	}
+	return &c
+}
+
+// CheckRequests compares read-back requests with the Result's, in order,
+// exactly or within tol nanoseconds for times.
 func CheckRequests(t *testing.T, got []metrics.MeasuredRequest, res *metrics.Result, run metrics.RunInfo, origin int64, tol int64, itls bool) {
 	t.Helper()
 	if len(got) != len(res.Requests) {
@@ -230,8 +242,8 @@ func CheckRequests(t *testing.T, got []metrics.MeasuredRequest, res *metrics.Res
 		if itls && !durationsEqual(q.ITLs, w.ITLs) {
 			t.Errorf("request %d: ITLs %v, want %v", i, q.ITLs, w.ITLs)
 		}
-		if run.Conversation != nil && q.Conversation != "" {
-			c, turn := run.Conversation(w.Index)
+		if q.Conversation != "" {
+			c, turn := run.ConversationOf(&w)
 			if q.Conversation != strconv.FormatInt(c, 10) || q.Turn != turn {
 				t.Errorf("request %d: conversation %s turn %d, want %d and %d", i, q.Conversation, q.Turn, c, turn)
 			}

@@ -16,7 +16,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"blis/metrics/internal/pytext"
 )
@@ -49,94 +48,145 @@ type Style struct {
 	// Compact uses "," and ":" on one line (orjson); otherwise ", " and
 	// ": " (Python's json.dump). With an indent both use ": ".
 	Compact bool
-	Float   func(float64) string
-	ASCII   bool // escape non-ASCII as \uXXXX (Python's ensure_ascii)
+	Float   func(dst []byte, x float64) []byte // appends a finite float
+	// FloatRatio appends a finite float x known to be the float nearest
+	// n/10^scale (a time in ns as seconds or ms), faster.
+	FloatRatio func(dst []byte, x float64, n int64, scale int) []byte
+	ASCII      bool // escape non-ASCII as \uXXXX (Python's ensure_ascii)
 }
 
 // How the tools write JSON.
 var (
 	// Python's json.dumps(obj): one line, ", " and ": ", floats as repr,
 	// ASCII only.
-	PyOneLine = Style{Float: pytext.Float, ASCII: true}
+	PyOneLine = Style{Float: pytext.AppendFloat, FloatRatio: pytext.AppendFloatRatio, ASCII: true}
 	// Python's json.dump(obj, f, indent=n).
-	PyIndent1 = Style{Indent: " ", Float: pytext.Float, ASCII: true}
-	PyIndent2 = Style{Indent: "  ", Float: pytext.Float, ASCII: true}
+	PyIndent1 = Style{Indent: " ", Float: pytext.AppendFloat, FloatRatio: pytext.AppendFloatRatio, ASCII: true}
+	PyIndent2 = Style{Indent: "  ", Float: pytext.AppendFloat, FloatRatio: pytext.AppendFloatRatio, ASCII: true}
 	// orjson.dumps(obj) and orjson.dumps(obj, option=OPT_INDENT_2).
-	OrjsonCompact = Style{Compact: true, Float: OrjsonFloat}
-	OrjsonIndent2 = Style{Indent: "  ", Float: OrjsonFloat}
+	OrjsonCompact = Style{Compact: true, Float: AppendOrjsonFloat, FloatRatio: AppendOrjsonFloatRatio}
+	OrjsonIndent2 = Style{Indent: "  ", Float: AppendOrjsonFloat, FloatRatio: AppendOrjsonFloatRatio}
 )
 
-// Encode writes v in style st.
-func Encode(b *bytes.Buffer, v any, st Style) {
-	encodeAt(b, v, st, 0)
+func (st *Style) seps() (item, key string) {
+	switch {
+	case st.Indent != "":
+		return ",", ": "
+	case st.Compact:
+		return ",", ":"
+	}
+	return ", ", ": "
 }
 
-func encodeAt(b *bytes.Buffer, v any, st Style, depth int) {
-	nl := func(d int) {
-		b.WriteByte('\n')
-		for range d {
-			b.WriteString(st.Indent)
+// Splice is a value written by its own function, straight to the output:
+// a list too long to hold in memory (a streaming writer's spooled
+// records). Write gets the nesting depth of the value, for indentation.
+type Splice struct {
+	Write func(w io.Writer, depth int) error
+}
+
+// Encode writes v in style st. v holds nil, bool, int, int64, float64,
+// string, *Obj, []any and []float64 values (no Splice).
+func Encode(b *bytes.Buffer, v any, st Style) {
+	e := docEncoder{st: st, b: b}
+	e.value(v, 0)
+}
+
+// EncodeTo writes v in style st to w; Splice values write themselves in
+// place. The document around them is buffered, the splices are not.
+func EncodeTo(w io.Writer, v any, st Style) error {
+	var b bytes.Buffer
+	e := docEncoder{st: st, b: &b, w: w}
+	e.value(v, 0)
+	if e.err == nil {
+		_, e.err = w.Write(b.Bytes())
+	}
+	return e.err
+}
+
+type docEncoder struct {
+	st  Style
+	b   *bytes.Buffer
+	w   io.Writer // for splices; nil in Encode
+	err error
+	tmp []byte
+}
+
+func (e *docEncoder) nl(d int) {
+	e.b.WriteByte('\n')
+	for range d {
+		e.b.WriteString(e.st.Indent)
+	}
+}
+
+func (e *docEncoder) list(n, depth int, each func(i int)) {
+	itemSep, _ := e.st.seps()
+	for i := range n {
+		if i > 0 {
+			e.b.WriteString(itemSep)
 		}
-	}
-	itemSep := ", "
-	keySep := ": "
-	if st.Compact {
-		itemSep, keySep = ",", ":"
-	}
-	if st.Indent != "" {
-		itemSep = ","
-	}
-	list := func(n int, each func(i int)) {
-		for i := range n {
-			if i > 0 {
-				b.WriteString(itemSep)
-			}
-			if st.Indent != "" {
-				nl(depth + 1)
-			}
-			each(i)
+		if e.st.Indent != "" {
+			e.nl(depth + 1)
 		}
-		if st.Indent != "" && n > 0 {
-			nl(depth)
-		}
+		each(i)
 	}
+	if e.st.Indent != "" && n > 0 {
+		e.nl(depth)
+	}
+}
+
+func (e *docEncoder) value(v any, depth int) {
+	_, keySep := e.st.seps()
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("null")
+		e.b.WriteString("null")
 	case bool:
 		if x {
-			b.WriteString("true")
+			e.b.WriteString("true")
 		} else {
-			b.WriteString("false")
+			e.b.WriteString("false")
 		}
 	case int:
-		b.WriteString(strconv.Itoa(x))
+		e.b.WriteString(strconv.Itoa(x))
 	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
+		e.b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			b.WriteString("null")
+			e.b.WriteString("null")
 		} else {
-			b.WriteString(st.Float(x))
+			e.tmp = e.st.Float(e.tmp[:0], x)
+			e.b.Write(e.tmp)
 		}
 	case string:
-		pytext.WriteJSONString(b, x, st.ASCII)
+		e.tmp = pytext.AppendJSONString(e.tmp[:0], x, e.st.ASCII)
+		e.b.Write(e.tmp)
 	case *Obj:
-		b.WriteByte('{')
-		list(len(x.Keys), func(i int) {
-			encodeAt(b, x.Keys[i], st, depth+1)
-			b.WriteString(keySep)
-			encodeAt(b, x.Vals[i], st, depth+1)
+		e.b.WriteByte('{')
+		e.list(len(x.Keys), depth, func(i int) {
+			e.value(x.Keys[i], depth+1)
+			e.b.WriteString(keySep)
+			e.value(x.Vals[i], depth+1)
 		})
-		b.WriteByte('}')
+		e.b.WriteByte('}')
 	case []any:
-		b.WriteByte('[')
-		list(len(x), func(i int) { encodeAt(b, x[i], st, depth+1) })
-		b.WriteByte(']')
+		e.b.WriteByte('[')
+		e.list(len(x), depth, func(i int) { e.value(x[i], depth+1) })
+		e.b.WriteByte(']')
 	case []float64:
-		b.WriteByte('[')
-		list(len(x), func(i int) { encodeAt(b, x[i], st, depth+1) })
-		b.WriteByte(']')
+		e.b.WriteByte('[')
+		e.list(len(x), depth, func(i int) { e.value(x[i], depth+1) })
+		e.b.WriteByte(']')
+	case Splice:
+		if e.w == nil {
+			panic("metrics: jsonx.Encode: a Splice needs EncodeTo") // unreachable: only the exporters build values
+		}
+		if e.err != nil {
+			return
+		}
+		if _, e.err = e.w.Write(e.b.Bytes()); e.err == nil {
+			e.b.Reset()
+			e.err = x.Write(e.w, depth)
+		}
 	default: // unreachable: only the exporters build values
 		panic(fmt.Sprintf("metrics: encodeJSON: unsupported %T", v))
 	}
@@ -148,34 +198,43 @@ func encodeAt(b *bytes.Buffer, v any, st Style, depth int) {
 // otherwise scientific with an unsigned-if-positive exponent ("1e-7",
 // "1.759522419154569e18"); integral values keep ".0".
 func OrjsonFloat(x float64) string {
+	var buf [32]byte
+	return string(AppendOrjsonFloat(buf[:0], x))
+}
+
+// AppendOrjsonFloat appends OrjsonFloat(x) to dst without allocating.
+func AppendOrjsonFloat(dst []byte, x float64) []byte {
 	if x == 0 {
 		if math.Signbit(x) {
-			return "-0.0"
+			return append(dst, "-0.0"...)
 		}
-		return "0.0"
+		return append(dst, "0.0"...)
 	}
-	e := strconv.FormatFloat(x, 'e', -1, 64) // [-]d[.ddd]e±XX
-	sign := ""
-	if e[0] == '-' {
-		sign, e = "-", e[1:]
+	var buf [32]byte
+	neg, digits, exp := pytext.SplitE(strconv.AppendFloat(buf[:0], x, 'e', -1, 64))
+	if neg {
+		dst = append(dst, '-')
 	}
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	digits := strings.Replace(mant, ".", "", 1)
-	n := len(digits)
-	kk := exp + 1 // the decimal point sits after kk digits
-	switch {
-	case kk >= n && kk <= 16:
-		return sign + digits + strings.Repeat("0", kk-n) + ".0"
-	case kk > 0 && kk <= 16:
-		return sign + digits[:kk] + "." + digits[kk:]
-	case kk > -5 && kk <= 0:
-		return sign + "0." + strings.Repeat("0", -kk) + digits
-	case n == 1:
-		return sign + digits + "e" + strconv.Itoa(kk-1)
-	default:
-		return sign + digits[:1] + "." + digits[1:] + "e" + strconv.Itoa(kk-1)
+	if kk := exp + 1; kk > -5 && kk <= 16 { // the point sits after kk digits
+		return pytext.AppendPositional(dst, digits, kk, true)
 	}
+	dst = append(dst, digits[0])
+	if len(digits) > 1 {
+		dst = append(dst, '.')
+		dst = append(dst, digits[1:]...)
+	}
+	dst = append(dst, 'e')
+	return strconv.AppendInt(dst, int64(exp), 10)
+}
+
+// AppendOrjsonFloatRatio appends OrjsonFloat(x) for x the float nearest
+// n/10^scale, through pytext.ShortDecimal when it applies.
+func AppendOrjsonFloatRatio(dst []byte, x float64, n int64, scale int) []byte {
+	var buf [20]byte
+	if d, decpt, ok := pytext.ShortDecimal(&buf, x, n, scale); ok && decpt > -5 && decpt <= 16 {
+		return pytext.AppendPositional(dst, d, decpt, true)
+	}
+	return AppendOrjsonFloat(dst, x)
 }
 
 // --- reading ---
