@@ -132,9 +132,9 @@ func TestConcurrencyStreamsExactly(t *testing.T) {
 
 // countingSink counts what it is given and checks the order.
 type countingSink struct {
-	n, ok   int
-	gaps    int
-	t       testing.TB
+	n, ok int
+	gaps  int
+	t     testing.TB
 }
 
 func (s *countingSink) Request(q *RequestResult) error {
