@@ -120,6 +120,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 	}
 	b.WriteString(strings.Repeat("=", 50) + "\n")
+	if len(r.Stages) > 0 {
+		b.WriteString(stageTable(r.Stages))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -385,6 +388,9 @@ func (j *JSONWriter) Close(r *Result) error {
 		return fmt.Errorf("metrics: deployment: %w", err)
 	}
 	o.set("deployment", dep)
+	if len(r.Stages) > 0 {
+		o.set("stages", stagesJSON(r.Stages))
+	}
 	if detailed {
 		o.set("cached_tokens", spliced("cached_tokens"))
 		o.set("preemptions", spliced("preemptions"))

@@ -44,6 +44,9 @@ type RunInfo struct {
 	// and a request outside any session is a conversation of its own
 	// numbered −1 − Index, clear of the session ids.
 	MultiTurn bool
+	// Stages are the run's inference-perf load stages (nil: one stage, the
+	// whole run); inference-perf's export writes one report per stage.
+	Stages []Stage
 }
 
 // Epoch is the Unix time, in nanoseconds, of simulated time 0.

@@ -134,6 +134,9 @@ type Result struct {
 	PrefixCacheHitRate float64
 	MeanBatchSize      float64 // mean scheduled requests per engine step
 	Deployment         any
+	// Stages holds each inference-perf load stage's statistics
+	// (StageStats.Results) for a staged run; nil otherwise.
+	Stages []StageResult
 
 	// Requests lists every finished request in Index order, unless the
 	// recorder was made with OmitRequests. ITLs are kept only when

@@ -14,6 +14,7 @@ import (
 	"blis/catalog"
 	"blis/engine"
 	"blis/kernel"
+	"blis/metrics"
 	"blis/workload"
 )
 
@@ -390,6 +391,17 @@ func Seconds(x float64) time.Duration {
 		return -1
 	}
 	return time.Duration(math.Round(x * float64(time.Second)))
+}
+
+// Stages are the scenario's inference-perf load stages as metrics reports
+// them (nil without --stages).
+func (r *Resolved) Stages() []metrics.Stage {
+	n := r.Scenario.Load.StageRequests()
+	var out []metrics.Stage
+	for i, st := range r.Scenario.Load.Stages {
+		out = append(out, metrics.Stage{Rate: st.Rate, Duration: st.Duration, Requests: n[i]})
+	}
+	return out
 }
 
 // Reopen opens the scenario's workload again from its start (the same

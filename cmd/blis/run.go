@@ -104,8 +104,10 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 			metricNames = append(metricNames, m)
 		}
 	}
-	// aiperf's and inference-perf's per-request exports list every chunk.
-	detailed := s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf")
+	// aiperf's and inference-perf's per-request exports list every chunk,
+	// and a staged run's per-stage ITL needs every gap.
+	stages := res.Stages()
+	detailed := s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf") || len(stages) > 0
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
 		Percentiles: s.MetricPercentiles, Metrics: metricNames, Detailed: detailed,
 		// The result files stream through sinks: nothing is kept per
@@ -123,10 +125,18 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	for _, sink := range outs.sinks() {
 		rec.AddSink(sink)
 	}
+	var perStage *metrics.StageStats
+	if len(stages) > 0 {
+		perStage = metrics.NewStageStats(stages, 0)
+		rec.AddSink(perStage)
+	}
 	cfg := res.ClientConfig()
 	total := s.NumPrompts // 0: the dataset's own count, unknown until read
 	if s.Dataset() == workload.DatasetRandom {
 		total = res.Random.NumPrompts
+	}
+	if len(stages) > 0 {
+		total = int(s.Load.Requests())
 	}
 	bar := progress.New(stderr, "blis run", "requests", int64(total), quiet)
 	if bar != nil {
@@ -161,6 +171,9 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		PrefixCacheHitRate: hit,
 		Deployment:         deploymentOf(res, out),
 	})
+	if perStage != nil {
+		summary.Stages = perStage.Results(summary.Percentiles)
+	}
 	w := bufio.NewWriter(stdout)
 	if err := metrics.WriteTable(w, summary); err != nil {
 		outs.abort()
@@ -288,7 +301,7 @@ func openOutputs(s scenario.Scenario, res *scenario.Resolved, detailed, appendRe
 		info := metrics.RunInfo{
 			Model: res.Model.ID, Chip: strings.ToUpper(res.Chip.Name), Precision: res.Model.WeightDtype,
 			TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, RangeRatio: s.RandomRangeRatio,
-			Seed: s.Seed, Version: buildVersion(), MultiTurn: multi,
+			Seed: s.Seed, Version: buildVersion(), MultiTurn: multi, Stages: res.Stages(),
 		}
 		dir := s.ExportDir
 		if dir == "" {

@@ -110,6 +110,7 @@ type ipReq struct {
 	chunkNS               []int64 // chunkTimes in ns
 	errType, errMsg       string
 	request               string
+	index                 int64 // the request's place in the timed run: its load stage
 }
 
 // ipErrorType is the ErrorResponseInfo.error_type inference-perf would
@@ -154,7 +155,7 @@ func (q *ipReq) fill(p *metrics.RequestResult, run *metrics.RunInfo, body string
 	*q = ipReq{chunkTimes: q.chunkTimes[:0], tokenTimes: q.tokenTimes[:0], chunkNS: q.chunkNS[:0],
 		startNS: int64(p.Start), endNS: int64(p.End),
 		start: metrics.Seconds(p.Start), end: metrics.Seconds(p.End), scheduled: metrics.Seconds(p.Start - p.QueueTime),
-		input: p.InputTokens, cached: p.CachedTokens, ok: p.Success, request: body}
+		input: p.InputTokens, cached: p.CachedTokens, ok: p.Success, request: body, index: p.Index}
 	if run.MultiTurn {
 		conv, _ := run.ConversationOf(p)
 		q.session, q.hasSession = strconv.FormatInt(conv, 10), true
@@ -731,7 +732,7 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 	if err != nil || w.agg.n == 0 {
 		return paths, err
 	}
-	sum, stage := w.agg.reports(r)
+	sum, stages := w.agg.reports(r)
 	if err := w.agg.log.Err(); err != nil {
 		return paths, err
 	}
@@ -739,9 +740,15 @@ func (w *Writer) Close(r *metrics.Result) ([]string, error) {
 	if err := os.WriteFile(paths[1], sum, 0o644); err != nil {
 		return paths[:1], err
 	}
-	paths = append(paths, filepath.Join(w.dir, fmt.Sprintf(StageFilePattern, 0)))
-	if err := os.WriteFile(paths[2], stage, 0o644); err != nil {
-		return paths[:2], err
+	for k, stage := range stages {
+		if stage == nil {
+			continue
+		}
+		p := filepath.Join(w.dir, fmt.Sprintf(StageFilePattern, k))
+		if err := os.WriteFile(p, stage, 0o644); err != nil {
+			return paths, err
+		}
+		paths = append(paths, p)
 	}
 	return paths, nil
 }
@@ -752,32 +759,70 @@ func (w *Writer) Abort() {
 	w.agg.log.Close()
 }
 
-// reports renders the summary and the one stage's report.
-func (a *aggregator) reports(r *metrics.Result) (summary, stage []byte) {
+// reports renders the summary and each stage's report (nil for a stage
+// without requests): one stage, the
+// whole run, unless the run had inference-perf load stages (RunInfo.Stages),
+// whose reports cover their own requests at their own rates, as
+// inference-perf writes stage_N_lifecycle_metrics.json per stage
+// (reportgen/base.py, 2026). A stage that finished no request has no file,
+// as in inference-perf.
+func (a *aggregator) reports(r *metrics.Result) (summary []byte, stages [][]byte) {
 	enc := func(v any) []byte {
 		var b bytes.Buffer
 		jsonx.Encode(&b, v, jsonx.PyIndent2)
 		return b.Bytes()
 	}
-	doc := ipSummary(a.each, a.n, a.sizes)
-	summary = enc(doc(nil, nil))
-	var rate *float64
-	if !math.IsInf(r.RequestRate, 0) && !math.IsNaN(r.RequestRate) && r.RequestRate > 0 {
-		rate = &r.RequestRate
-	}
+	summary = enc(ipSummary(a.each, a.n, a.sizes)(nil, nil))
 	var conc *int
-	if rate != nil && r.MaxConcurrency > 0 {
+	if a.run.Stages == nil {
+		var rate *float64
+		if !math.IsInf(r.RequestRate, 0) && !math.IsNaN(r.RequestRate) && r.RequestRate > 0 {
+			rate = &r.RequestRate
+		}
+		if rate != nil && r.MaxConcurrency > 0 {
+			conc = &r.MaxConcurrency
+		}
+		return summary, [][]byte{enc(ipSummary(a.each, a.n, a.sizes)(rate, conc))}
+	}
+	if r.MaxConcurrency > 0 {
 		conc = &r.MaxConcurrency
 	}
-	return summary, enc(doc(rate, conc))
+	n := make([]int, len(a.run.Stages))
+	sizes := make([]ipSizes, len(a.run.Stages))
+	a.each(func(q *ipReq) {
+		k := metrics.StageOf(a.run.Stages, q.index)
+		n[k]++
+		if q.ok {
+			sizes[k].ok++
+			sizes[k].tokens += max(len(q.tokenTimes)-1, 0)
+		} else {
+			sizes[k].failed++
+		}
+	})
+	stages = make([][]byte, len(a.run.Stages))
+	for k := range a.run.Stages {
+		if n[k] == 0 {
+			continue
+		}
+		each := func(fn func(q *ipReq)) {
+			a.each(func(q *ipReq) {
+				if metrics.StageOf(a.run.Stages, q.index) == k {
+					fn(q)
+				}
+			})
+		}
+		rate := a.run.Stages[k].Rate
+		stages[k] = enc(ipSummary(each, n[k], sizes[k])(&rate, conc))
+	}
+	return summary, stages
 }
 
 // Encode renders the report files of r's requests (in completion order):
 // the per-request list (PerRequestFile) and, when there are requests, the
-// summary (SummaryFile) and the one stage's report (StageFilePattern with
-// stage 0); summary and stage are nil without requests. The Result must
-// be Detailed.
-func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage []byte) {
+// summary (SummaryFile) and each stage's report (StageFilePattern with the
+// stage's index; nil for a stage without requests); summary and stages are
+// nil without requests. The Result must be Detailed.
+func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary []byte, stages [][]byte) {
 	a := newAggregator(run, run.ModelName(r))
 	e := jsonx.NewEnc(jsonx.PyIndent2, 1)
 	var b bytes.Buffer
@@ -790,8 +835,8 @@ func Encode(r *metrics.Result, run *metrics.RunInfo) (perRequest, summary, stage
 	if a.n == 0 {
 		return b.Bytes(), nil, nil
 	}
-	summary, stage = a.reports(r)
-	return b.Bytes(), summary, stage
+	summary, stages = a.reports(r)
+	return b.Bytes(), summary, stages
 }
 
 // encodeIPSummary renders the summary report of r's requests.

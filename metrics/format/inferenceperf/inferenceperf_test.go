@@ -23,10 +23,15 @@ import (
 // format.Export does.
 func writeReports(t *testing.T, res *metrics.Result, run metrics.RunInfo) string {
 	t.Helper()
-	per, sum, stage := Encode(res, &run)
+	per, sum, stages := Encode(res, &run)
 	files := map[string][]byte{PerRequestFile: per}
 	if sum != nil {
-		files[SummaryFile], files[fmt.Sprintf(StageFilePattern, 0)] = sum, stage
+		files[SummaryFile] = sum
+	}
+	for k, stage := range stages {
+		if stage != nil {
+			files[fmt.Sprintf(StageFilePattern, k)] = stage
+		}
 	}
 	return formattest.Dir(t, files)
 }
@@ -208,8 +213,8 @@ func TestMultiTokenChunks(t *testing.T) {
 // back empty.
 func TestEncodeEmptyRun(t *testing.T) {
 	_, run := formattest.Result(t)
-	per, sum, stage := Encode(&metrics.Result{Detailed: true}, &run)
-	if sum != nil || stage != nil {
+	per, sum, stages := Encode(&metrics.Result{Detailed: true}, &run)
+	if sum != nil || stages != nil {
 		t.Errorf("inference-perf writes no summary without requests")
 	}
 	dir := t.TempDir()
@@ -448,7 +453,8 @@ func TestEntryEncoderMatchesDocument(t *testing.T) {
 	res, run := formattest.Result(t)
 	for _, multi := range []bool{false, true} {
 		run.MultiTurn = multi
-		per, sum, stage := Encode(res, &run)
+		per, sum, stages := Encode(res, &run)
+		stage := stages[0]
 		a := newAggregator(&run, run.ModelName(res))
 		var list []any
 		for _, p := range formattest.InSeq(res).Requests {
@@ -485,5 +491,53 @@ func TestEntryEncoderMatchesDocument(t *testing.T) {
 	per, sum, _ := Encode(formattest.Empty(t), &run)
 	if string(per) != "[]" || sum != nil {
 		t.Errorf("empty run: %q, summary %v", per, sum != nil)
+	}
+}
+
+// A staged run's reports: one stage file per load stage, each over its own
+// requests at its own requested rate; the summary covers them all.
+func TestStageReports(t *testing.T) {
+	res, run := formattest.Result(t)
+	n := int64(len(res.Requests))
+	first := n / 3
+	run.Stages = []metrics.Stage{{Rate: 2, Duration: 5, Requests: first}, {Rate: 7, Duration: 3, Requests: n - first}, {Rate: 1, Duration: 1, Requests: 0}}
+	dir := writeReports(t, res, run)
+	count := func(file string) (int, float64) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			LoadSummary struct {
+				Count         int      `json:"count"`
+				RequestedRate *float64 `json:"requested_rate"`
+			} `json:"load_summary"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		rate := -1.0
+		if doc.LoadSummary.RequestedRate != nil {
+			rate = *doc.LoadSummary.RequestedRate
+		}
+		return doc.LoadSummary.Count, rate
+	}
+	if c, rate := count(SummaryFile); c != int(n) || rate != -1 {
+		t.Errorf("summary: %d requests, rate %v; want %d, none", c, rate, n)
+	}
+	for k, want := range []struct {
+		n    int64
+		rate float64
+	}{{first, 2}, {n - first, 7}} {
+		if c, rate := count(fmt.Sprintf(StageFilePattern, k)); int64(c) != want.n || rate != want.rate {
+			t.Errorf("stage %d: %d requests at %v/s, want %d at %v", k, c, rate, want.n, want.rate)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf(StageFilePattern, 2))); err == nil {
+		t.Error("a stage without requests has a report")
+	}
+	if _, err := Read(dir); err != nil {
+		t.Errorf("the staged reports do not read back: %v", err)
 	}
 }
