@@ -703,8 +703,10 @@ func (d *driver) deliver(ev sim.Event) {
 	d.fill()
 }
 
-func (d *driver) recordTimed(r *engine.Request) {
-	m := metrics.Record{
+// clientRecord is what the client knows of r when it ends, before the
+// outcome's times.
+func (d *driver) clientRecord(r *engine.Request) metrics.Record {
+	return metrics.Record{
 		Index:           r.ID,
 		Sent:            d.rel(r.Arrived),
 		ClientQueueTime: r.Arrived - r.Released,
@@ -715,6 +717,10 @@ func (d *driver) recordTimed(r *engine.Request) {
 		Session:         r.SessionID,
 		Turn:            r.Turn,
 	}
+}
+
+func (d *driver) recordTimed(r *engine.Request) {
+	m := d.clientRecord(r)
 	end := d.now
 	if r.Status == engine.StatusRejected {
 		m.Rejected, m.RejectReason = true, r.RejectReason
@@ -825,19 +831,9 @@ func (d *driver) expire(slot int32, at time.Duration) {
 	lane, _ := d.release(r)
 	d.inFlight--
 	d.res.TimedOut++
-	m := metrics.Record{
-		Index:           r.ID,
-		Sent:            d.rel(r.Arrived),
-		ClientQueueTime: r.Arrived - r.Released,
-		InputTokens:     r.PromptLen,
-		OutputTokens:    r.NumOutput,
-		CachedTokens:    r.CachedTokens,
-		Preemptions:     r.Preemptions,
-		Session:         r.SessionID,
-		Turn:            r.Turn,
-		Rejected:        true,
-		RejectReason:    fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout),
-	}
+	m := d.clientRecord(r)
+	m.Rejected = true
+	m.RejectReason = fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout)
 	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(at)
 	d.fail(m.RejectReason)
 	d.lastT = max(d.lastT, d.rel(at))
