@@ -3,7 +3,6 @@ package metrics
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -37,23 +36,21 @@ func StageOf(stages []Stage, index int64) int {
 
 // StageResult is one stage's share of the run, in vllm bench serve's
 // units (ms), as inference-perf reports each stage of a staged load. Means
-// and standard deviations are exact; medians and percentiles come from
-// streaming sketches (within Result.ITLRelativeAccuracy), so a staged run's
-// memory stays bounded.
+// and standard deviations come from running moments; medians and
+// percentiles from streaming sketches (within DefaultRelativeAccuracy's
+// bound), so a staged run's memory stays bounded.
 type StageResult struct {
 	Stage
-	Completed, Failed   int64
-	DurationS           float64 // the stage's first send to its last response
-	TotalInputTokens    int64
-	TotalOutputTokens   int64
-	RequestThroughput   float64 // completed / DurationS
-	OutputThroughput    float64
-	TTFT, TPOT, ITL     Stat
-	E2EL                Stat
-	HasITL              bool // the recorder was Detailed, so every gap was seen
-	relativeAccuracy    float64
-	percentiles         []float64
-	firstStart, lastEnd time.Duration
+	Completed, Failed int64
+	DurationS         float64 // the stage's first send to its last response
+	TotalInputTokens  int64
+	TotalOutputTokens int64
+	RequestThroughput float64 // completed / DurationS
+	OutputThroughput  float64
+	TTFT, TPOT, ITL   Stat
+	E2EL              Stat
+	HasITL            bool // the recorder was Detailed, so every gap was seen
+	percentiles       []float64
 }
 
 // StageStats is a Sink that splits the run's requests into its load stages
@@ -61,7 +58,6 @@ type StageResult struct {
 // run's length.
 type StageStats struct {
 	stages []Stage
-	acc    float64
 	per    []stageAcc
 }
 
@@ -70,40 +66,20 @@ type stageAcc struct {
 	in, out               int64
 	first, last           time.Duration
 	seen                  bool
-	ttft, tpot, itl, e2el moments
+	ttft, tpot, itl, e2el *Sketch // seconds
 	itlSeen               bool
 }
 
-// moments is a value stream's count, sums and sketch.
-type moments struct {
-	n        int64
-	sum, ssq float64
-	sk       *Sketch
-}
-
-func (m *moments) add(v float64, acc float64) {
-	if m.sk == nil {
-		m.sk = NewSketch(acc)
-	}
-	m.n++
-	m.sum += v
-	m.ssq += v * v
-	m.sk.Add(v)
-}
-
-// stat is the stream's vLLM-style statistics in ms (values are seconds).
-func (m *moments) stat(percentiles []float64) Stat {
+// sketchStat is a sketch's vLLM-style statistics in ms (values in seconds);
+// zeros when it is empty.
+func sketchStat(sk *Sketch, percentiles []float64) Stat {
 	st := Stat{Percentiles: make([]float64, len(percentiles))}
-	if m.n == 0 {
+	if sk.Count() == 0 {
 		return st
 	}
-	n := float64(m.n)
-	mean := m.sum / n
-	st.Mean = mean * 1000
-	st.Std = math.Sqrt(max(m.ssq/n-mean*mean, 0)) * 1000 // numpy's std: ddof 0
-	st.Median = m.sk.Quantile(0.5) * 1000
+	st.Mean, st.Std, st.Median = sk.Mean()*1000, sk.Std()*1000, sk.Quantile(0.5)*1000
 	for i, p := range percentiles {
-		st.Percentiles[i] = m.sk.Quantile(p/100) * 1000
+		st.Percentiles[i] = sk.Quantile(p/100) * 1000
 	}
 	return st
 }
@@ -114,7 +90,12 @@ func NewStageStats(stages []Stage, relativeAccuracy float64) *StageStats {
 	if relativeAccuracy == 0 {
 		relativeAccuracy = DefaultRelativeAccuracy
 	}
-	return &StageStats{stages: stages, acc: relativeAccuracy, per: make([]stageAcc, len(stages))}
+	s := &StageStats{stages: stages, per: make([]stageAcc, len(stages))}
+	for k := range s.per {
+		a := &s.per[k]
+		a.ttft, a.tpot, a.itl, a.e2el = NewSketch(relativeAccuracy), NewSketch(relativeAccuracy), NewSketch(relativeAccuracy), NewSketch(relativeAccuracy)
+	}
+	return s
 }
 
 // Request adds one finished request to its stage (see Sink).
@@ -138,16 +119,16 @@ func (s *StageStats) Request(q *RequestResult) error {
 	a.completed++
 	a.in += int64(q.InputTokens)
 	a.out += int64(q.OutputTokens)
-	a.ttft.add(Seconds(q.TTFT), s.acc)
-	a.e2el.add(Seconds(q.Latency), s.acc)
+	a.ttft.Add(Seconds(q.TTFT))
+	a.e2el.Add(Seconds(q.Latency))
 	if q.OutputTokens > 1 {
 		// vLLM bench's TPOT: the decode time over the tokens after the first.
-		a.tpot.add(Seconds(q.Latency-q.TTFT)/float64(q.OutputTokens-1), s.acc)
+		a.tpot.Add(Seconds(q.Latency-q.TTFT) / float64(q.OutputTokens-1))
 	}
 	if q.ITLs != nil || q.OutputTokens <= 1 {
 		a.itlSeen = true
 		for _, g := range q.ITLs {
-			a.itl.add(Seconds(g), s.acc)
+			a.itl.Add(Seconds(g))
 		}
 	}
 	return nil
@@ -159,8 +140,7 @@ func (s *StageStats) Results(percentiles []float64) []StageResult {
 	for k := range s.stages {
 		a := &s.per[k]
 		r := StageResult{Stage: s.stages[k], Completed: a.completed, Failed: a.failed,
-			TotalInputTokens: a.in, TotalOutputTokens: a.out, HasITL: a.itlSeen,
-			relativeAccuracy: s.acc, percentiles: percentiles, firstStart: a.first, lastEnd: a.last}
+			TotalInputTokens: a.in, TotalOutputTokens: a.out, HasITL: a.itlSeen, percentiles: percentiles}
 		if a.seen {
 			r.DurationS = Seconds(a.last - a.first)
 		}
@@ -168,7 +148,8 @@ func (s *StageStats) Results(percentiles []float64) []StageResult {
 			r.RequestThroughput = float64(a.completed) / r.DurationS
 			r.OutputThroughput = float64(a.out) / r.DurationS
 		}
-		r.TTFT, r.TPOT, r.ITL, r.E2EL = a.ttft.stat(percentiles), a.tpot.stat(percentiles), a.itl.stat(percentiles), a.e2el.stat(percentiles)
+		r.TTFT, r.TPOT = sketchStat(a.ttft, percentiles), sketchStat(a.tpot, percentiles)
+		r.ITL, r.E2EL = sketchStat(a.itl, percentiles), sketchStat(a.e2el, percentiles)
 		out[k] = r
 	}
 	return out
