@@ -160,8 +160,8 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
 	}
 	summary := rec.Summarize(metrics.SummaryInput{
-		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: metadataOf(s.Metadata),
-		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: goodputOf(s.Goodput),
+		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: s.Metadata,
+		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: s.Goodput,
 		// vLLM writes --num-prompts; left at 0 (the dataset's own count) it
 		// is the number of requests the timed run sent.
 		NumPrompts: cmp.Or(s.NumPrompts, int(out.Sent)), RequestRate: s.RequestRate, Burstiness: s.Burstiness,
@@ -184,22 +184,6 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return err
 	}
 	return outs.close(summary, stderr)
-}
-
-func metadataOf(kvs []scenario.KV) []metrics.KV {
-	var out []metrics.KV
-	for _, kv := range kvs {
-		out = append(out, metrics.KV{Key: kv.Key, Value: kv.Value})
-	}
-	return out
-}
-
-func goodputOf(slos []scenario.SLO) []metrics.SLO {
-	var out []metrics.SLO
-	for _, s := range slos {
-		out = append(out, metrics.SLO{Metric: s.Metric, MS: s.MS})
-	}
-	return out
 }
 
 // checkServed reports requests that failed: a run that sent nothing is an
