@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -682,9 +683,15 @@ func CoefficientChips() []string {
 	return out
 }
 
+// ErrNoCoefficients marks LookupCoefficients' error for a chip with no
+// fitted coefficients, neither its own nor a sibling's it borrows
+// (coefficients_from).
+var ErrNoCoefficients = errors.New("has no fitted coefficients")
+
 // LookupCoefficients returns the fitted laws for a chip (any name or alias
 // LookupChip accepts), with the chip's peaks filled in. The result is a
-// fresh copy. Chips without measured per-operator tables have no file.
+// fresh copy. Chips without measured per-operator tables have no file; for
+// them the error wraps ErrNoCoefficients.
 func LookupCoefficients(chip string) (*Coefficients, error) {
 	coeffOnce.Do(func() { coeffReg = loadCoefficients(coeffFS) })
 	if coeffReg.err != nil {
@@ -707,7 +714,7 @@ func LookupCoefficients(chip string) (*Coefficients, error) {
 	}
 	if !ok {
 		have := CoefficientChips()
-		return nil, fmt.Errorf("chip %q has no fitted coefficients: only %s have measured per-operator tables (data/ops) to fit from", ch.Name, strings.Join(have, ", "))
+		return nil, fmt.Errorf("chip %q %w: only %s have measured per-operator tables (data/ops) to fit from", ch.Name, ErrNoCoefficients, strings.Join(have, ", "))
 	}
 	cp := c.clone()
 	if err := cp.Resolve(ch); err != nil {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -71,13 +72,19 @@ func TestEmbeddedCoefficientsLoad(t *testing.T) {
 }
 
 func TestLookupCoefficientsErrors(t *testing.T) {
-	for _, c := range []struct{ chip, want string }{
-		{"a100", `chip "a100" has no fitted coefficients: only b200, h100, h200 have measured per-operator tables`},
-		{"tpu-v9", `unknown chip "tpu-v9"`},
+	for _, c := range []struct {
+		chip, want string
+		noCoef     bool
+	}{
+		{"a100", `chip "a100" has no fitted coefficients: only b200, h100, h200 have measured per-operator tables`, true},
+		{"tpu-v9", `unknown chip "tpu-v9"`, false},
 	} {
 		_, err := LookupCoefficients(c.chip)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("LookupCoefficients(%q) = %v, want an error containing %q", c.chip, err, c.want)
+		}
+		if errors.Is(err, ErrNoCoefficients) != c.noCoef {
+			t.Errorf("LookupCoefficients(%q): errors.Is(ErrNoCoefficients) = %v", c.chip, !c.noCoef)
 		}
 	}
 	// B300 and GB200 have no tables: B200's laws, resolved against their

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -140,12 +139,11 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
 	}
-	if have := catalog.CoefficientChips(); !slices.Contains(have, d.Chip.Name) &&
-		!(d.Chip.CoefficientsFrom != "" && slices.Contains(have, d.Chip.CoefficientsFrom)) {
-		return nil, fmt.Errorf("%w for %s: only %s have measured per-operator tables (data/ops) to fit from",
-			ErrNoCoefficients, d.Chip.Name, strings.Join(have, ", "))
-	}
 	co, err := catalog.LookupCoefficients(d.Chip.Name)
+	if errors.Is(err, catalog.ErrNoCoefficients) {
+		return nil, fmt.Errorf("%w for %s: only %s have measured per-operator tables (data/ops) to fit from",
+			ErrNoCoefficients, d.Chip.Name, strings.Join(catalog.CoefficientChips(), ", "))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"blis/metrics"
 )
 
 // The `vllm bench serve` flags below are those of vllm/benchmarks/serve.py
@@ -12,15 +14,12 @@ import (
 // line parses. Those with a meaning in a simulation are honoured; the rest
 // are accepted and named once on stderr as having no effect.
 
-// KV is one --metadata KEY=VALUE pair.
-type KV struct{ Key, Value string }
+// KV is one --metadata KEY=VALUE pair, as the result JSON writes it.
+type KV = metrics.KV
 
-// SLO is one --goodput KEY:VALUE objective: Metric is ttft, tpot or e2el,
-// MS the bound in milliseconds.
-type SLO struct {
-	Metric string
-	MS     float64
-}
+// SLO is one --goodput KEY:VALUE objective (Metric ttft, tpot or e2el, MS
+// the bound in milliseconds), as the summary counts good requests by it.
+type SLO = metrics.SLO
 
 // Backends are the --backend values BLIS simulates: vLLM's request
 // functions for text generation (ASYNC_REQUEST_FUNCS in

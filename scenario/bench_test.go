@@ -13,10 +13,10 @@ func TestParseGoodput(t *testing.T) {
 		want SLO
 		err  string
 	}{
-		{"ttft:100", SLO{"ttft", 100}, ""},
-		{"tpot: 2.5", SLO{"tpot", 2.5}, ""},
-		{"e2el:inf", SLO{"e2el", math.Inf(1)}, ""},
-		{"e2el:0", SLO{"e2el", 0}, ""},
+		{"ttft:100", SLO{Metric: "ttft", MS: 100}, ""},
+		{"tpot: 2.5", SLO{Metric: "tpot", MS: 2.5}, ""},
+		{"e2el:inf", SLO{Metric: "e2el", MS: math.Inf(1)}, ""},
+		{"e2el:0", SLO{Metric: "e2el", MS: 0}, ""},
 		{"ttft", SLO{}, "invalid format"},
 		{"ttft:1:2", SLO{}, "invalid format"},
 		{"ttft:fast", SLO{}, "invalid format"},
@@ -37,9 +37,9 @@ func TestParseMetadata(t *testing.T) {
 		want KV
 		ok   bool
 	}{
-		{"a=1", KV{"a", "1"}, true},
-		{" a = b=c ", KV{"a", "b=c"}, true},
-		{"a=", KV{"a", ""}, true},
+		{"a=1", KV{Key: "a", Value: "1"}, true},
+		{" a = b=c ", KV{Key: "a", Value: "b=c"}, true},
+		{"a=", KV{Key: "a", Value: ""}, true},
 		{"a", KV{}, false},
 	} {
 		got, err := ParseMetadata(c.in)
@@ -56,7 +56,7 @@ func TestListFlagsInYAML(t *testing.T) {
 	if err := s.ApplyYAML("x.yaml", []byte(y), nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Goodput) != 2 || s.Goodput[1] != (SLO{"tpot", 50}) || len(s.Metadata) != 1 || s.Metadata[0] != (KV{"version", "1"}) {
+	if len(s.Goodput) != 2 || s.Goodput[1] != (SLO{Metric: "tpot", MS: 50}) || len(s.Metadata) != 1 || s.Metadata[0] != (KV{Key: "version", Value: "1"}) {
 		t.Fatalf("got %+v %+v", s.Goodput, s.Metadata)
 	}
 	s = Defaults()

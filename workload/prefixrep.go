@@ -25,6 +25,14 @@ func DefaultPrefixRepetitionSpec() PrefixRepetitionSpec {
 	return PrefixRepetitionSpec{PrefixLen: 256, SuffixLen: 256, NumPrefixes: 10, OutputLen: 128}
 }
 
+// withDefaults is p, or vLLM's defaults for the zero value.
+func (p PrefixRepetitionSpec) withDefaults() PrefixRepetitionSpec {
+	if p == (PrefixRepetitionSpec{}) {
+		return DefaultPrefixRepetitionSpec()
+	}
+	return p
+}
+
 // NewPrefixRepetition returns vllm bench's prefix_repetition requests,
 // mirroring vllm/benchmarks/datasets/prefix_repetition.py (@237145e, 2026):
 // NumPrefixes random prefixes of PrefixLen tokens, each followed by
@@ -40,10 +48,7 @@ func DefaultPrefixRepetitionSpec() PrefixRepetitionSpec {
 // exactly a uniform shuffle — so memory is O(NumPrefixes), not
 // O(requests).
 func NewPrefixRepetition(spec TraceSpec) (Source, error) {
-	p := spec.PrefixRepetition
-	if p == (PrefixRepetitionSpec{}) {
-		p = DefaultPrefixRepetitionSpec()
-	}
+	p := spec.PrefixRepetition.withDefaults()
 	n := spec.NumPrompts
 	if n == 0 {
 		n = 1000

@@ -128,10 +128,6 @@ func NewRandom(spec RandomSpec, seed int64) (Source, error) {
 		legacy: spec.RangeStyle == RangeStyleLegacy,
 	}
 	s.inLo, s.inHi, s.outLo, s.outHi = spec.bounds()
-	if s.legacy && spec.PrefixLen+s.inLo < 1 {
-		// The old client would send an empty prompt, which the server rejects.
-		s.inLo = 1
-	}
 
 	if spec.NumSpecialTokens > 0 {
 		s.buf[s.nFixed] = Segment{ID: splitmix64(tagSpecial), Len: spec.NumSpecialTokens}
@@ -272,6 +268,11 @@ func (spec RandomSpec) bounds() (inLo, inHi, outLo, outHi int) {
 	if spec.RangeStyle == RangeStyleLegacy {
 		// sample_random_requests: np.random.randint(int(L*r), L+1).
 		inLo = int(math.Floor(float64(spec.InputLen) * r))
+		if spec.PrefixLen+inLo < 1 {
+			// The old client would send an empty prompt, which the server
+			// rejects; BLIS samples at least one token.
+			inLo = 1
+		}
 		inHi = spec.InputLen
 		// The old client could draw 0 output tokens (max_tokens=0, which
 		// vLLM rejects); BLIS starts the range at 1.

@@ -47,17 +47,7 @@ func DefaultSharedPrefixSpec() SharedPrefixSpec {
 // Lengths are fixed (inference-perf's distribution forms are not
 // supported). Memory: O(groups × prompts per group) for the shuffle.
 func NewSharedPrefix(spec TraceSpec) (Source, error) {
-	p := spec.SharedPrefix
-	d := DefaultSharedPrefixSpec()
-	for _, f := range []struct {
-		v   *int
-		def int
-	}{{&p.NumGroups, d.NumGroups}, {&p.NumPromptsPerGroup, d.NumPromptsPerGroup}, {&p.SystemPromptLen, d.SystemPromptLen},
-		{&p.QuestionLen, d.QuestionLen}, {&p.OutputLen, d.OutputLen}} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
+	p := spec.SharedPrefix.withDefaults()
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
@@ -94,6 +84,21 @@ func NewSharedPrefix(spec TraceSpec) (Source, error) {
 		s.stageN = spec.Load.StageRequests()
 	}
 	return s, nil
+}
+
+// withDefaults is p with inference-perf's default in each zero field.
+func (p SharedPrefixSpec) withDefaults() SharedPrefixSpec {
+	d := DefaultSharedPrefixSpec()
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{{&p.NumGroups, d.NumGroups}, {&p.NumPromptsPerGroup, d.NumPromptsPerGroup}, {&p.SystemPromptLen, d.SystemPromptLen},
+		{&p.QuestionLen, d.QuestionLen}, {&p.OutputLen, d.OutputLen}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	return p
 }
 
 const (

@@ -15,29 +15,13 @@ func Shortest(spec TraceSpec) (prompt, output int, ok bool) {
 	case DatasetRandom:
 		r := spec.Random
 		inLo, _, outLo, _ := r.bounds()
-		if r.RangeStyle == RangeStyleLegacy && r.PrefixLen+inLo < 1 {
-			inLo = 1 // as NewRandom
-		}
 		return r.NumSpecialTokens + r.PrefixLen + inLo, outLo, true
 	case DatasetPrefixRepetition:
-		p := spec.PrefixRepetition
-		if p == (PrefixRepetitionSpec{}) {
-			p = DefaultPrefixRepetitionSpec()
-		}
+		p := spec.PrefixRepetition.withDefaults()
 		return p.PrefixLen + p.SuffixLen, p.OutputLen, true
 	case DatasetSharedPrefix:
-		p, d := spec.SharedPrefix, DefaultSharedPrefixSpec()
-		sys, q, out := p.SystemPromptLen, p.QuestionLen, p.OutputLen
-		if sys == 0 {
-			sys = d.SystemPromptLen
-		}
-		if q == 0 {
-			q = d.QuestionLen
-		}
-		if out == 0 {
-			out = d.OutputLen
-		}
-		return sys + q, out, true
+		p := spec.SharedPrefix.withDefaults()
+		return p.SystemPromptLen + p.QuestionLen, p.OutputLen, true
 	}
 	return 0, 0, false
 }

@@ -86,8 +86,9 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	for _, f := range strings.Split(s.Export, ",") {
-		if f = strings.TrimSpace(f); f != "" && !slices.Contains(format.Names(), f) {
+	formats := commaList(s.Export)
+	for _, f := range formats {
+		if !slices.Contains(format.Names(), f) {
 			return &scenario.InputError{Key: "--export", Value: f, Msg: "allowed: " + strings.Join(format.Names(), ", ")}
 		}
 	}
@@ -98,18 +99,12 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	if dryRun {
 		return printPlan(stdout, res)
 	}
-	metricNames := []string{}
-	for _, m := range strings.Split(s.PercentileMetrics, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			metricNames = append(metricNames, m)
-		}
-	}
 	// aiperf's and inference-perf's per-request exports list every chunk,
 	// and a staged run's per-stage ITL needs every gap.
 	stages := res.Stages()
-	detailed := s.SaveDetailed || strings.Contains(s.Export, "aiperf") || strings.Contains(s.Export, "inference-perf") || len(stages) > 0
+	detailed := s.SaveDetailed || slices.Contains(formats, "aiperf") || slices.Contains(formats, "inference-perf") || len(stages) > 0
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
-		Percentiles: s.MetricPercentiles, Metrics: metricNames, Detailed: detailed,
+		Percentiles: s.MetricPercentiles, Metrics: commaList(s.PercentileMetrics), Detailed: detailed,
 		// The result files stream through sinks: nothing is kept per
 		// request but the statistics' compact values, on disk beyond 4 MiB.
 		OmitRequests: true, TempDir: spillDir(s, res.Model.ID),
@@ -118,7 +113,7 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return &scenario.InputError{Msg: err.Error()}
 	}
 	defer rec.Close()
-	outs, err := openOutputs(s, res, detailed, s.AppendResult)
+	outs, err := openOutputs(s, res, formats, stages, detailed)
 	if err != nil {
 		return err
 	}
@@ -160,8 +155,8 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
 	}
 	summary := rec.Summarize(metrics.SummaryInput{
-		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: metadataOf(s.Metadata),
-		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: goodputOf(s.Goodput),
+		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: s.Metadata,
+		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: s.Goodput,
 		// vLLM writes --num-prompts; left at 0 (the dataset's own count) it
 		// is the number of requests the timed run sent.
 		NumPrompts: cmp.Or(s.NumPrompts, int(out.Sent)), RequestRate: s.RequestRate, Burstiness: s.Burstiness,
@@ -184,22 +179,6 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return err
 	}
 	return outs.close(summary, stderr)
-}
-
-func metadataOf(kvs []scenario.KV) []metrics.KV {
-	var out []metrics.KV
-	for _, kv := range kvs {
-		out = append(out, metrics.KV{Key: kv.Key, Value: kv.Value})
-	}
-	return out
-}
-
-func goodputOf(slos []scenario.SLO) []metrics.SLO {
-	var out []metrics.SLO
-	for _, s := range slos {
-		out = append(out, metrics.SLO{Metric: s.Metric, MS: s.MS})
-	}
-	return out
 }
 
 // checkServed reports requests that failed: a run that sent nothing is an
@@ -282,17 +261,24 @@ type outputs struct {
 	result   *resultFile
 }
 
-// openOutputs creates the files the scenario asks for. appendResult is
-// vLLM's --append-result: add the result JSON as one more line of an
-// existing file.
-func openOutputs(s scenario.Scenario, res *scenario.Resolved, detailed, appendResult bool) (*outputs, error) {
-	o := &outputs{}
-	var formats []string
-	for _, f := range strings.Split(s.Export, ",") {
+// commaList splits a comma-separated flag value (--export,
+// --percentile-metrics) into its items, spaces trimmed, empty items
+// dropped.
+func commaList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
 		if f = strings.TrimSpace(f); f != "" {
-			formats = append(formats, f)
+			out = append(out, f)
 		}
 	}
+	return out
+}
+
+// openOutputs creates the files the scenario asks for: the --export
+// formats and the result JSON. With vLLM's --append-result the result JSON
+// is one more line of an existing file.
+func openOutputs(s scenario.Scenario, res *scenario.Resolved, formats []string, stages []metrics.Stage, detailed bool) (*outputs, error) {
+	o := &outputs{}
 	if len(formats) > 0 {
 		multi, err := multiTurn(s, res)
 		if err != nil {
@@ -301,7 +287,7 @@ func openOutputs(s scenario.Scenario, res *scenario.Resolved, detailed, appendRe
 		info := metrics.RunInfo{
 			Model: res.Model.ID, Chip: strings.ToUpper(res.Chip.Name), Precision: res.Model.WeightDtype,
 			TP: res.Deployment.TP, ISL: s.RandomInputLen, OSL: s.RandomOutputLen, RangeRatio: s.RandomRangeRatio,
-			Seed: s.Seed, Version: buildVersion(), MultiTurn: multi, Stages: res.Stages(),
+			Seed: s.Seed, Version: buildVersion(), MultiTurn: multi, Stages: stages,
 		}
 		dir := s.ExportDir
 		if dir == "" {
@@ -311,8 +297,8 @@ func openOutputs(s scenario.Scenario, res *scenario.Resolved, detailed, appendRe
 			return nil, err
 		}
 	}
-	if s.SaveResult || s.SaveDetailed || appendResult {
-		rf, err := openResult(resultPath(s, res.Model.ID), s.SaveDetailed, appendResult)
+	if s.SaveResult || s.SaveDetailed || s.AppendResult {
+		rf, err := openResult(resultPath(s, res.Model.ID), s.SaveDetailed, s.AppendResult)
 		if err != nil {
 			o.abort()
 			return nil, err
