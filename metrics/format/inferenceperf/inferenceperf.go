@@ -772,7 +772,8 @@ func (a *aggregator) reports(r *metrics.Result) (summary []byte, stages [][]byte
 		jsonx.Encode(&b, v, jsonx.PyIndent2)
 		return b.Bytes()
 	}
-	summary = enc(ipSummary(a.each, a.n, a.sizes)(nil, nil))
+	whole := ipSummary(a.each, a.n, a.sizes)
+	summary = enc(whole(nil, nil))
 	var conc *int
 	if a.run.Stages == nil {
 		var rate *float64
@@ -782,7 +783,7 @@ func (a *aggregator) reports(r *metrics.Result) (summary []byte, stages [][]byte
 		if rate != nil && r.MaxConcurrency > 0 {
 			conc = &r.MaxConcurrency
 		}
-		return summary, [][]byte{enc(ipSummary(a.each, a.n, a.sizes)(rate, conc))}
+		return summary, [][]byte{enc(whole(rate, conc))}
 	}
 	if r.MaxConcurrency > 0 {
 		conc = &r.MaxConcurrency
