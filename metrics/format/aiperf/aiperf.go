@@ -267,7 +267,7 @@ func (a *aggregator) metrics() []aiperfMetric {
 	add := func(m aiperfMetric) { out = append(out, m) }
 	dist := func(tag, header, unit string, values numpy.Seq, factor float64) {
 		if cap(buf) < values.N {
-			buf = make([]float64, 0, values.N)
+			buf = numpy.Buffer(values.N) // nil where Order would not sort in an array
 		}
 		add(aiperfDist(tag, header, unit, values, factor, buf))
 	}
