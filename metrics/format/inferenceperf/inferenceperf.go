@@ -207,16 +207,21 @@ func newAggregator(run *metrics.RunInfo, model string) *aggregator {
 	return &aggregator{run: run, model: model, bodies: map[int]string{}, msgID: map[string]int64{}}
 }
 
-// record fills a.q with p's record and logs what the summaries need.
-func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
-	body, ok := a.bodies[p.OutputTokens]
+// body is ipBody for out tokens, kept for the first 4096 lengths seen.
+func (a *aggregator) body(out int) string {
+	body, ok := a.bodies[out]
 	if !ok {
-		body = ipBody(a.model, p.OutputTokens)
+		body = ipBody(a.model, out)
 		if len(a.bodies) < 1<<12 {
-			a.bodies[p.OutputTokens] = body
+			a.bodies[out] = body
 		}
 	}
-	a.q.fill(p, a.run, body)
+	return body
+}
+
+// record fills a.q with p's record and logs what the summaries need.
+func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
+	a.q.fill(p, a.run, a.body(p.OutputTokens))
 	l := &a.log
 	l.Int(int64(p.Start))
 	l.Int(int64(p.End - p.Start))
@@ -278,11 +283,7 @@ func (a *aggregator) each(fn func(q *ipReq)) {
 			}
 			p.ITLs = gaps
 		}
-		body, ok := a.bodies[p.OutputTokens]
-		if !ok {
-			body = ipBody(a.model, p.OutputTokens)
-		}
-		q.fill(&p, a.run, body)
+		q.fill(&p, a.run, a.body(p.OutputTokens))
 		fn(&q)
 	}
 }
