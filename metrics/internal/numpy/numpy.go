@@ -227,10 +227,6 @@ func Buffer(n int) []float64 {
 	return make([]float64, 0, n)
 }
 
-// Sort is Order for the extremes alone: the sorted array when short,
-// else as Order does.
-func (s Seq) Sort(buf []float64) Sorted { return s.Order(buf, nil) }
-
 // Order reads the sequence and returns the order statistics behind its
 // minimum, maximum, median and the given percentiles, in bounded memory:
 // a sequence of up to 4 Mi values is sorted in buf (reused when large
@@ -245,7 +241,7 @@ func (s Seq) Order(buf []float64, percentiles []float64) Sorted {
 		for range s.N {
 			buf = append(buf, next())
 		}
-		sortFloats(buf)
+		SortFloats(buf)
 		return Sorted{vals: buf, n: int64(s.N)}
 	}
 	counts := map[float64]int64{}
@@ -261,7 +257,7 @@ func (s Seq) Order(buf []float64, percentiles []float64) Sorted {
 		for v := range counts {
 			st.vals = append(st.vals, v)
 		}
-		sortFloats(st.vals)
+		SortFloats(st.vals)
 		st.cum = make([]int64, len(st.vals))
 		c := int64(0)
 		for i, v := range st.vals {
@@ -429,9 +425,6 @@ func (s *Sorted) Median() float64 {
 	}
 	return (0 + (0 + s.At(n/2-1) + s.At(n/2))) / 2
 }
-
-// sortFloats sorts ascending.
-func sortFloats(a []float64) { SortFloats(a) }
 
 // SortFloats sorts a ascending, as slices.Sort does for values that are
 // not NaN, faster for long arrays: an LSD radix sort on the values'

@@ -130,7 +130,7 @@ func TestSeqMatchesArray(t *testing.T) {
 			maxDistinct = 0
 			checkOrder(t, s, srt, pcts, "selected")
 			maxSorted, maxDistinct = 1<<22, 1<<16
-			st := s.Sort(nil)
+			st := s.Order(nil, nil)
 			if got, want := st.Median(), MedianSorted(srt); got != want {
 				t.Errorf("n=%d distinct=%d: Median %v, want %v", n, distinct, got, want)
 			}
