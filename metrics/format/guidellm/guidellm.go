@@ -578,7 +578,7 @@ type Writer struct {
 type requestLists struct {
 	succ, errd   *spool.Spool
 	nSucc, nErrd int
-	log          vlog.Log // per request: index, start, queue, end−start, ttft, iters, in, out, ok
+	log          vlog.Log // per request: start, queue, end−start, ttft, iters, in, out, ok
 	n            int
 	enc          *jsonx.Enc
 }
@@ -620,7 +620,6 @@ func (l *requestLists) add(p *metrics.RequestResult, run *metrics.RunInfo, detai
 	if p.Success {
 		ok = 1
 	}
-	l.log.Int(p.Index)
 	l.log.Int(int64(p.Start))
 	l.log.Int(int64(p.QueueTime))
 	l.log.Int(int64(p.End - p.Start))
@@ -640,7 +639,6 @@ func (l *requestLists) requests(run *metrics.RunInfo) (succ, errd []*glReq) {
 	all := make([]glReq, l.n)
 	for i := range all {
 		var p metrics.RequestResult
-		p.Index = rd.Int()
 		p.Start = time.Duration(rd.Int())
 		p.QueueTime = time.Duration(rd.Int())
 		p.End = p.Start + time.Duration(rd.Int())
