@@ -358,21 +358,17 @@ func (r *Recorder) itlStat() Stat {
 // base unit (seconds): mean, median, std and the selected percentiles. An
 // empty list gives zeros, as vLLM's `np.mean(values or 0)` does.
 func ValueStats(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
-	return valueStatsInPlace(slices.Clone(values), percentiles)
-}
-
-// valueStatsInPlace is ValueStats sorting values itself.
-func valueStatsInPlace(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
 	pct = make([]float64, len(percentiles))
 	if len(values) == 0 {
 		return 0, 0, 0, pct
 	}
 	mean = numpy.Mean(values)
 	std = numpy.Std(values)
-	numpy.SortFloats(values)
-	median = numpy.MedianSorted(values)
+	sorted := slices.Clone(values)
+	numpy.SortFloats(sorted)
+	median = numpy.MedianSorted(sorted)
 	for i, p := range percentiles {
-		pct[i] = numpy.PercentileSorted(values, p)
+		pct[i] = numpy.PercentileSorted(sorted, p)
 	}
 	return mean, median, std, pct
 }
