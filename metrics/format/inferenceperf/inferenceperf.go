@@ -450,7 +450,7 @@ func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate
 	list := func(n int) []float64 { return make([]float64, 0, n) }
 	delays := list(n)
 	lat, ntpot, tpot, ttft := list(size.ok), list(size.ok), list(size.ok), list(size.ok)
-	itl, sizes, outLen, outTok, zeros := list(size.tokens), list(size.ok), list(size.ok), list(size.ok), list(size.ok)
+	itl, sizes, outTok, zeros := list(size.tokens), list(size.ok), list(size.ok), list(size.ok)
 	var inSum, outSum float64
 	succPrompt, failPrompt := promptTokens{per: list(size.ok)}, promptTokens{per: list(size.failed)}
 	failLat := list(size.failed)
@@ -483,7 +483,6 @@ func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate
 			}
 		}
 		sizes = append(sizes, float64(len(q.request)))
-		outLen = append(outLen, float64(q.out))
 		outTok = append(outTok, float64(q.out))
 		zeros = append(zeros, 0.0)
 		inSum += float64(q.input)
@@ -499,14 +498,14 @@ func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate
 		}
 		return 0.0
 	}
-	outTotal := 0.0
-	for _, v := range outTok {
-		outTotal += v
-	}
-	outputTokens := jsonx.NewObj().Set("total", outTotal)
-	if d := ipSummarize(outTok); d != nil {
-		for i, k := range d.Keys {
-			outputTokens.Set(k, d.Vals[i])
+	// output_len and output_tokens summarise the same values (BLIS's
+	// token counts are the server's), and the image, video and audio
+	// counts are zeros: each summarised once.
+	outStats, zeroCount := ipSummarize(outTok), orNil(ipSummarize(zeros))
+	outputTokens := jsonx.NewObj().Set("total", outSum)
+	if outStats != nil {
+		for i, k := range outStats.Keys {
+			outputTokens.Set(k, outStats.Vals[i])
 		}
 	}
 	successes := jsonx.NewObj().
@@ -524,13 +523,13 @@ func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate
 			Set("requests_per_sec", rate(float64(nSucc))).
 			Set("images_per_sec", rate(0)).Set("videos_per_sec", rate(0)).Set("audios_per_sec", rate(0))).
 		Set("request_size_bytes", orNil(ipSummarize(sizes))).
-		Set("image", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("pixels", nil).Set("bytes", nil).
+		Set("image", jsonx.NewObj().Set("count", zeroCount).Set("pixels", nil).Set("bytes", nil).
 			Set("aspect_ratio", nil)).
-		Set("video", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("frames", nil).Set("pixels", nil).
+		Set("video", jsonx.NewObj().Set("count", zeroCount).Set("frames", nil).Set("pixels", nil).
 			Set("bytes", nil).Set("aspect_ratio", nil)).
-		Set("audio", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("seconds", nil).Set("bytes", nil)).
+		Set("audio", jsonx.NewObj().Set("count", zeroCount).Set("seconds", nil).Set("bytes", nil)).
 		Set("prompt_tokens", succPrompt.obj()).
-		Set("output_len", orNil(ipSummarize(outLen))).
+		Set("output_len", orNil(outStats)).
 		Set("output_tokens", outputTokens).
 		Set("token_count_mismatches", 0).
 		Set("client_fallback_requests", jsonx.NewObj().Set("prompt", 0).Set("output", 0))
