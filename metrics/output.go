@@ -249,9 +249,12 @@ func (j *JSONWriter) Request(q *RequestResult) error {
 		return j.err
 	}
 	row := jsonRow{in: q.InputTokens, out: q.OutputTokens, cached: q.CachedTokens, pre: q.Preemptions,
-		ttft: q.TTFT, lat: q.Latency, start: q.Start, queue: q.QueueTime, itls: q.ITLs, err: q.Error}
-	if !j.order.InOrder(q.Index) {
-		row.itls = slices.Clone(row.itls) // held: q's gaps are reused once Request returns
+		ttft: q.TTFT, lat: q.Latency, start: q.Start, queue: q.QueueTime, err: q.Error}
+	if j.opt.Detailed { // only the itls column lists the gaps
+		row.itls = q.ITLs
+		if !j.order.InOrder(q.Index) {
+			row.itls = slices.Clone(row.itls) // held: q's gaps are reused once Request returns
+		}
 	}
 	j.order.Push(q.Index, row, j.emit)
 	return j.err
