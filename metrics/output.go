@@ -300,15 +300,12 @@ func (j *JSONWriter) Close(r *Result) error {
 	}
 	spliced := func(key string) pySplice {
 		c := columns[key]
-		return func(w io.Writer) error {
-			if _, err := io.WriteString(w, "["); err != nil {
-				return err
-			}
+		return func(w *bufio.Writer) error {
+			w.WriteByte('[')
 			if err := c.sp.WriteTo(w, 0, nil); err != nil {
 				return err
 			}
-			_, err := io.WriteString(w, "]")
-			return err
+			return w.WriteByte(']')
 		}
 	}
 	n := j.n
@@ -365,7 +362,7 @@ func (j *JSONWriter) Close(r *Result) error {
 	}
 	o.set("queue_times", spliced("queue_times"))
 	if detailed {
-		o.set("generated_texts", pySplice(func(w io.Writer) error { return writeRepeated(w, `""`, n) }))
+		o.set("generated_texts", pySplice(func(w *bufio.Writer) error { return writeRepeated(w, `""`, n) }))
 		o.set("errors", spliced("errors"))
 	}
 	o.set("max_output_tokens_per_s", r.MaxOutputTokensPerS)
@@ -402,17 +399,15 @@ func (j *JSONWriter) Close(r *Result) error {
 }
 
 // writeRepeated writes "[v, v, …]" with n copies of v.
-func writeRepeated(w io.Writer, v string, n int64) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteByte('[')
+func writeRepeated(w *bufio.Writer, v string, n int64) error {
+	w.WriteByte('[')
 	for i := range n {
 		if i > 0 {
-			bw.WriteString(", ")
+			w.WriteString(", ")
 		}
-		bw.WriteString(v)
+		w.WriteString(v)
 	}
-	bw.WriteByte(']')
-	return bw.Flush()
+	return w.WriteByte(']')
 }
 
 // WriteJSON writes r as vLLM bench's result file (see JSONWriter), from
@@ -486,8 +481,10 @@ func (o *pyObject) set(k string, v any) {
 	o.vals = append(o.vals, v)
 }
 
-// pySplice is a value that writes itself: a spooled per-request array.
-type pySplice func(w io.Writer) error
+// pySplice is a value that writes itself, a spooled per-request array,
+// into encodeTo's buffer (a bufio.Writer keeps its first error, so only
+// the last write need be checked).
+type pySplice func(w *bufio.Writer) error
 
 // encodeTo writes the object, then a newline, through a buffer flushed
 // before each spliced value.
