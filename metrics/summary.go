@@ -272,7 +272,7 @@ func seqStats(seq numpy.Seq, percentiles []float64, buf []float64) (mean, median
 	if seq.N == 0 {
 		return 0, 0, 0, pct
 	}
-	mean, std = seq.Mean(), seq.Std()
+	mean, std = seq.MeanStd()
 	sorted := seq.Order(buf, percentiles)
 	median = sorted.Median()
 	for i, p := range percentiles {

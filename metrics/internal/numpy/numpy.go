@@ -149,17 +149,18 @@ func (s Seq) Sum() float64 {
 // Mean is Mean of the sequence as an array.
 func (s Seq) Mean() float64 { return s.Sum() / float64(s.N) }
 
-// Std is Std of the sequence as an array (two passes).
-func (s Seq) Std() float64 {
+// MeanStd is Mean and Std of the sequence as an array, in two passes:
+// Std's deviations are taken from the mean of the first.
+func (s Seq) MeanStd() (mean, std float64) {
 	if s.N == 0 {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	mean := s.Mean()
+	mean = s.Mean()
 	sq := func(v float64) float64 {
 		x := v - mean
 		return x * x
 	}
-	return math.Sqrt((0 + pairwiseNext(s.N, s.Open(), sq)) / float64(s.N))
+	return mean, math.Sqrt((0 + pairwiseNext(s.N, s.Open(), sq)) / float64(s.N))
 }
 
 // pairwiseNext is pairwiseSum over the next n values of next.
