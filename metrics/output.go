@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -545,9 +544,6 @@ func appendPyFloat(b []byte, x float64) []byte {
 	return pytext.AppendFloat(b, x)
 }
 
-// writePyString writes s as Python's json.dumps does with ensure_ascii.
-func writePyString(b *bytes.Buffer, s string) { pytext.WriteJSONString(b, s, true) }
-
 // pyMarshal encodes v with encoding/json (so struct tags, map key order and
 // Marshalers apply), then respaces it and re-escapes its strings in
 // json.dump's style. Numbers keep Go's spelling. It runs once per file.
@@ -556,7 +552,7 @@ func pyMarshal(v any) (pyRaw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
+	var b []byte
 	for i := 0; i < len(compact); {
 		switch c := compact[i]; c {
 		case '"':
@@ -571,18 +567,18 @@ func pyMarshal(v any) (pyRaw, error) {
 			if err := json.Unmarshal(compact[i:j+1], &s); err != nil {
 				return nil, err
 			}
-			writePyString(&b, s)
+			b = pytext.AppendJSONString(b, s, true)
 			i = j + 1
 		case ',':
-			b.WriteString(", ")
+			b = append(b, ", "...)
 			i++
 		case ':':
-			b.WriteString(": ")
+			b = append(b, ": "...)
 			i++
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 			i++
 		}
 	}
-	return pyRaw(b.Bytes()), nil
+	return pyRaw(b), nil
 }
