@@ -707,18 +707,15 @@ type Writer struct {
 	agg *aggregator
 }
 
-// NewWriter creates PerRequestFile in dir, for requests to model (""
-// means RunInfo's model).
-func NewWriter(dir string, run metrics.RunInfo, model string) (*Writer, error) {
+// NewWriter creates PerRequestFile in dir, for requests to RunInfo's
+// model.
+func NewWriter(dir string, run metrics.RunInfo) (*Writer, error) {
 	out, err := jsonx.CreateFile(filepath.Join(dir, PerRequestFile), jsonx.PyIndent2, 1)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{dir: dir, run: run, out: out}
-	if model == "" {
-		model = run.Model
-	}
-	w.agg = newAggregator(&w.run, model)
+	w.agg = newAggregator(&w.run, run.Model)
 	w.agg.log.Spill(dir, vlog.MemLimit)
 	return w, nil
 }
