@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -249,9 +248,12 @@ func (j *JSONWriter) Request(q *RequestResult) error {
 		return j.err
 	}
 	row := jsonRow{in: q.InputTokens, out: q.OutputTokens, cached: q.CachedTokens, pre: q.Preemptions,
-		ttft: q.TTFT, lat: q.Latency, start: q.Start, queue: q.QueueTime, itls: q.ITLs, err: q.Error}
-	if !j.order.InOrder(q.Index) {
-		row.itls = slices.Clone(row.itls) // held: q's gaps are reused once Request returns
+		ttft: q.TTFT, lat: q.Latency, start: q.Start, queue: q.QueueTime, err: q.Error}
+	if j.opt.Detailed { // only the itls column lists the gaps
+		row.itls = q.ITLs
+		if !j.order.InOrder(q.Index) {
+			row.itls = slices.Clone(row.itls) // held: q's gaps are reused once Request returns
+		}
 	}
 	j.order.Push(q.Index, row, j.emit)
 	return j.err
@@ -297,15 +299,12 @@ func (j *JSONWriter) Close(r *Result) error {
 	}
 	spliced := func(key string) pySplice {
 		c := columns[key]
-		return func(w io.Writer) error {
-			if _, err := io.WriteString(w, "["); err != nil {
-				return err
-			}
+		return func(w *bufio.Writer) error {
+			w.WriteByte('[')
 			if err := c.sp.WriteTo(w, 0, nil); err != nil {
 				return err
 			}
-			_, err := io.WriteString(w, "]")
-			return err
+			return w.WriteByte(']')
 		}
 	}
 	n := j.n
@@ -362,7 +361,7 @@ func (j *JSONWriter) Close(r *Result) error {
 	}
 	o.set("queue_times", spliced("queue_times"))
 	if detailed {
-		o.set("generated_texts", pySplice(func(w io.Writer) error { return writeRepeated(w, `""`, n) }))
+		o.set("generated_texts", pySplice(func(w *bufio.Writer) error { return writeRepeated(w, `""`, n) }))
 		o.set("errors", spliced("errors"))
 	}
 	o.set("max_output_tokens_per_s", r.MaxOutputTokensPerS)
@@ -399,17 +398,15 @@ func (j *JSONWriter) Close(r *Result) error {
 }
 
 // writeRepeated writes "[v, v, …]" with n copies of v.
-func writeRepeated(w io.Writer, v string, n int64) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteByte('[')
+func writeRepeated(w *bufio.Writer, v string, n int64) error {
+	w.WriteByte('[')
 	for i := range n {
 		if i > 0 {
-			bw.WriteString(", ")
+			w.WriteString(", ")
 		}
-		bw.WriteString(v)
+		w.WriteString(v)
 	}
-	bw.WriteByte(']')
-	return bw.Flush()
+	return w.WriteByte(']')
 }
 
 // WriteJSON writes r as vLLM bench's result file (see JSONWriter), from
@@ -483,8 +480,10 @@ func (o *pyObject) set(k string, v any) {
 	o.vals = append(o.vals, v)
 }
 
-// pySplice is a value that writes itself: a spooled per-request array.
-type pySplice func(w io.Writer) error
+// pySplice is a value that writes itself, a spooled per-request array,
+// into encodeTo's buffer (a bufio.Writer keeps its first error, so only
+// the last write need be checked).
+type pySplice func(w *bufio.Writer) error
 
 // encodeTo writes the object, then a newline, through a buffer flushed
 // before each spliced value.
@@ -545,9 +544,6 @@ func appendPyFloat(b []byte, x float64) []byte {
 	return pytext.AppendFloat(b, x)
 }
 
-// writePyString writes s as Python's json.dumps does with ensure_ascii.
-func writePyString(b *bytes.Buffer, s string) { pytext.WriteJSONString(b, s, true) }
-
 // pyMarshal encodes v with encoding/json (so struct tags, map key order and
 // Marshalers apply), then respaces it and re-escapes its strings in
 // json.dump's style. Numbers keep Go's spelling. It runs once per file.
@@ -556,7 +552,7 @@ func pyMarshal(v any) (pyRaw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
+	var b []byte
 	for i := 0; i < len(compact); {
 		switch c := compact[i]; c {
 		case '"':
@@ -571,18 +567,18 @@ func pyMarshal(v any) (pyRaw, error) {
 			if err := json.Unmarshal(compact[i:j+1], &s); err != nil {
 				return nil, err
 			}
-			writePyString(&b, s)
+			b = pytext.AppendJSONString(b, s, true)
 			i = j + 1
 		case ',':
-			b.WriteString(", ")
+			b = append(b, ", "...)
 			i++
 		case ':':
-			b.WriteString(": ")
+			b = append(b, ": "...)
 			i++
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 			i++
 		}
 	}
-	return pyRaw(b.Bytes()), nil
+	return pyRaw(b), nil
 }

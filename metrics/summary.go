@@ -194,41 +194,36 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 	}
 
 	// The completed requests in Index order: the rows logged so far, then
-	// those still waiting for a lower index.
+	// those still waiting for a lower index. Each call starts a pass that
+	// reads res.Completed rows.
 	var held []statRow
 	st.order.Each(func(row statRow) {
 		if row.ok {
 			held = append(held, row)
 		}
 	})
-	each := func(fn func(row statRow)) {
-		st.rows.each(fn)
-		for _, row := range held {
-			fn(row)
+	rows := func() (next func() statRow) {
+		rd := st.rows.log.Reader()
+		logged, h := st.rows.n, 0
+		return func() statRow {
+			if logged > 0 {
+				logged--
+				return st.rows.read(&rd)
+			}
+			h++
+			return held[h-1]
 		}
 	}
 
 	if slos := lastSLOs(in.Goodput); len(slos) > 0 {
 		res.HasGoodput = true
 		good := 0
-		each(func(row statRow) {
-			ttft, lat := Seconds(row.ttft), Seconds(row.lat)
-			for _, s := range slos {
-				var v float64
-				switch s.Metric {
-				case MetricTTFT:
-					v = ttft
-				case MetricTPOT:
-					v = tpotOf(ttft, lat, row.out)
-				case MetricE2EL:
-					v = lat
-				}
-				if !(s.MS/1000 >= v) {
-					return
-				}
+		next := rows()
+		for range res.Completed {
+			if meetsAll(next(), slos) {
+				good++
 			}
-			good++
-		})
+		}
 		if res.DurationS > 0 {
 			res.RequestGoodput = float64(good) / res.DurationS
 		}
@@ -247,19 +242,10 @@ func (r *Recorder) Summarize(in SummaryInput) *Result {
 	buf := numpy.Buffer(res.Completed)
 	stat := func(n int, value func(row statRow) (float64, bool)) Stat {
 		seq := numpy.Seq{N: n, Open: func() func() float64 {
-			rd := st.rows.log.Reader()
-			logged, h := st.rows.n, 0
+			next := rows()
 			return func() float64 {
 				for {
-					var row statRow
-					if logged > 0 {
-						row = st.rows.read(&rd)
-						logged--
-					} else {
-						row = held[h]
-						h++
-					}
-					if v, ok := value(row); ok {
+					if v, ok := value(next()); ok {
 						return v
 					}
 				}
@@ -286,13 +272,34 @@ func seqStats(seq numpy.Seq, percentiles []float64, buf []float64) (mean, median
 	if seq.N == 0 {
 		return 0, 0, 0, pct
 	}
-	mean, std = seq.Mean(), seq.Std()
+	mean, std = seq.MeanStd()
 	sorted := seq.Order(buf, percentiles)
 	median = sorted.Median()
 	for i, p := range percentiles {
 		pct[i] = sorted.Percentile(p)
 	}
 	return mean, median, std, pct
+}
+
+// meetsAll reports whether a completed request meets every objective (a
+// good request, for request_goodput).
+func meetsAll(row statRow, slos []SLO) bool {
+	ttft, lat := Seconds(row.ttft), Seconds(row.lat)
+	for _, s := range slos {
+		var v float64
+		switch s.Metric {
+		case MetricTTFT:
+			v = ttft
+		case MetricTPOT:
+			v = tpotOf(ttft, lat, row.out)
+		case MetricE2EL:
+			v = lat
+		}
+		if !(s.MS/1000 >= v) {
+			return false
+		}
+	}
+	return true
 }
 
 // tpotOf is vLLM's per-request TPOT: (latency − ttft) / (output − 1), and 0
@@ -320,13 +327,6 @@ func (l *rowLog) add(row statRow) {
 	l.log.Int(int64(row.queue))
 	l.log.Int(int64(row.out))
 	l.n++
-}
-
-func (l *rowLog) each(fn func(row statRow)) {
-	rd := l.log.Reader()
-	for range l.n {
-		fn(l.read(&rd))
-	}
 }
 
 func (l *rowLog) read(rd *vlog.Reader) statRow {
@@ -358,21 +358,17 @@ func (r *Recorder) itlStat() Stat {
 // base unit (seconds): mean, median, std and the selected percentiles. An
 // empty list gives zeros, as vLLM's `np.mean(values or 0)` does.
 func ValueStats(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
-	return valueStatsInPlace(slices.Clone(values), percentiles)
-}
-
-// valueStatsInPlace is ValueStats sorting values itself.
-func valueStatsInPlace(values []float64, percentiles []float64) (mean, median, std float64, pct []float64) {
 	pct = make([]float64, len(percentiles))
 	if len(values) == 0 {
 		return 0, 0, 0, pct
 	}
 	mean = numpy.Mean(values)
 	std = numpy.Std(values)
-	numpy.SortFloats(values)
-	median = numpy.MedianSorted(values)
+	sorted := slices.Clone(values)
+	numpy.SortFloats(sorted)
+	median = numpy.MedianSorted(sorted)
 	for i, p := range percentiles {
-		pct[i] = numpy.PercentileSorted(values, p)
+		pct[i] = numpy.PercentileSorted(sorted, p)
 	}
 	return mean, median, std, pct
 }

@@ -123,7 +123,7 @@ func NewExporter(dir string, formats []string, run metrics.RunInfo, detailed boo
 		case InferenceX:
 			w = inferencex.NewWriter(dir, run)
 		case InferencePerf:
-			w, err = inferenceperf.NewWriter(dir, run, "")
+			w, err = inferenceperf.NewWriter(dir, run)
 		}
 		if err != nil {
 			e.Abort()

@@ -251,7 +251,8 @@ func aiperfDist(tag, header, unit string, values numpy.Seq, factor float64, buf 
 		return v * factor
 	}
 	m.Min, m.Max = conv(s.At(0)), conv(s.At(s.Len()-1))
-	m.Avg, m.Sum, m.Std = conv(values.Mean()), conv(sum), conv(values.Std())
+	mean, std := values.MeanStd()
+	m.Avg, m.Sum, m.Std = conv(mean), conv(sum), conv(std)
 	for i, p := range aiperfPercentiles {
 		m.P[i] = conv(s.Percentile(p))
 	}
@@ -267,7 +268,7 @@ func (a *aggregator) metrics() []aiperfMetric {
 	add := func(m aiperfMetric) { out = append(out, m) }
 	dist := func(tag, header, unit string, values numpy.Seq, factor float64) {
 		if cap(buf) < values.N {
-			buf = make([]float64, 0, values.N)
+			buf = numpy.Buffer(values.N) // nil where Order would not sort in an array
 		}
 		add(aiperfDist(tag, header, unit, values, factor, buf))
 	}

@@ -390,9 +390,8 @@ func (s *glStatus) jsonObj() *jsonx.Obj {
 const schedulerStartSentinel = 0
 
 // appendReq writes q's GenerativeRequestStats entry (the computed fields
-// included) through e; scheduler_start_time is the sentinel byte when
-// start is nil.
-func appendReq(e *jsonx.Enc, q *glReq, start *float64) {
+// included) through e, with the sentinel byte for scheduler_start_time.
+func appendReq(e *jsonx.Enc, q *glReq) {
 	optF := func(v float64, ok bool) {
 		if ok {
 			e.Float(v)
@@ -431,11 +430,7 @@ func appendReq(e *jsonx.Enc, q *glReq, start *float64) {
 	key("scheduler_process_id")
 	e.Int(0)
 	key("scheduler_start_time")
-	if start != nil {
-		e.Float(*start)
-	} else {
-		e.Raw([]byte{schedulerStartSentinel})
-	}
+	e.Raw([]byte{schedulerStartSentinel})
 	key("timings")
 	e.Obj()
 	for _, k := range []string{"targeted_start", "queued"} {
@@ -578,7 +573,7 @@ type Writer struct {
 type requestLists struct {
 	succ, errd   *spool.Spool
 	nSucc, nErrd int
-	log          vlog.Log // per request: index, start, queue, end−start, ttft, iters, in, out, ok
+	log          vlog.Log // per request: start, queue, end−start, ttft, iters, in, out, ok
 	n            int
 	enc          *jsonx.Enc
 }
@@ -611,7 +606,7 @@ func (l *requestLists) add(p *metrics.RequestResult, run *metrics.RunInfo, detai
 	for range requestDepth {
 		e.B = append(e.B, ' ')
 	}
-	appendReq(e, &q, nil)
+	appendReq(e, &q)
 	(*n)++
 	if _, err := sp.Write(e.B); err != nil {
 		return err
@@ -620,7 +615,6 @@ func (l *requestLists) add(p *metrics.RequestResult, run *metrics.RunInfo, detai
 	if p.Success {
 		ok = 1
 	}
-	l.log.Int(p.Index)
 	l.log.Int(int64(p.Start))
 	l.log.Int(int64(p.QueueTime))
 	l.log.Int(int64(p.End - p.Start))
@@ -640,7 +634,6 @@ func (l *requestLists) requests(run *metrics.RunInfo) (succ, errd []*glReq) {
 	all := make([]glReq, l.n)
 	for i := range all {
 		var p metrics.RequestResult
-		p.Index = rd.Int()
 		p.Start = time.Duration(rd.Int())
 		p.QueueTime = time.Duration(rd.Int())
 		p.End = p.Start + time.Duration(rd.Int())

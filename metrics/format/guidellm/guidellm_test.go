@@ -262,7 +262,7 @@ func TestRequestEncoderMatchesDocument(t *testing.T) {
 		var want bytes.Buffer
 		jsonx.Encode(&want, []any{[]any{[]any{[]any{[]any{refReq(q, 1767225600.25)}}}}}, jsonx.PyIndent1)
 		e := jsonx.NewEnc(jsonx.PyIndent1, requestDepth)
-		appendReq(e, q, nil)
+		appendReq(e, q)
 		got := bytes.ReplaceAll(e.B, []byte{schedulerStartSentinel}, []byte("1767225600.25"))
 		if !bytes.Contains(want.Bytes(), got) {
 			t.Fatalf("request %s:\n%s\nnot in\n%s", q.id, got, want.Bytes())

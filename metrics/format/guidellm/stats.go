@@ -135,16 +135,8 @@ func glFromOwnValues(items []wv, count int, sc *scratch) glDist {
 		count = pyRound(weightSum(items))
 	}
 	sortByTime(items, sc)
-	// Equal values merged, weights summed in order; then the positive
-	// weights kept.
-	u := items[:0]
-	for _, it := range items {
-		if k := len(u) - 1; k >= 0 && u[k].v == it.v {
-			u[k].w += it.w
-			continue
-		}
-		u = append(u, wv{it.v, 0 + it.w})
-	}
+	// Equal values merged; then the positive weights kept.
+	u := sumEqual(items)
 	fv, fw := grow(&sc.vals, len(u))[:0], grow(&sc.probs, len(u))[:0]
 	for _, it := range u {
 		if it.w > 0 {
@@ -226,11 +218,10 @@ func cmpValue(a, b float64) int {
 	return 0
 }
 
-// glMerge is _merge_sorted_times_with_weights: equal times summed, then
-// times within threshold of a group's first merged into it, pass after
-// pass. It works in place on sorted (which it returns, shortened) and
-// reuses its scratch arrays between passes.
-func glMerge(sorted []wv, threshold float64, sc *scratch) []wv {
+// sumEqual merges each run of equal values of sorted into one item whose
+// weight is the run's weights summed in order from 0, in place, and
+// returns the shortened slice.
+func sumEqual(sorted []wv) []wv {
 	u := sorted[:0]
 	for _, x := range sorted {
 		if k := len(u) - 1; k >= 0 && u[k].v == x.v {
@@ -239,6 +230,15 @@ func glMerge(sorted []wv, threshold float64, sc *scratch) []wv {
 		}
 		u = append(u, wv{x.v, 0 + x.w})
 	}
+	return u
+}
+
+// glMerge is _merge_sorted_times_with_weights: equal times summed, then
+// times within threshold of a group's first merged into it, pass after
+// pass. It works in place on sorted (which it returns, shortened) and
+// reuses its scratch arrays between passes.
+func glMerge(sorted []wv, threshold float64, sc *scratch) []wv {
+	u := sumEqual(sorted)
 	if threshold <= 0 {
 		return u
 	}

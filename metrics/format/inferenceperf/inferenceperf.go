@@ -197,26 +197,42 @@ type aggregator struct {
 	msgs   []string
 	msgID  map[string]int64
 	q      ipReq
-	sizes  ipSizes
+	sizes  ipSizes   // the whole run's
+	stage  []ipSizes // each load stage's (RunInfo.Stages)
 }
 
-// ipSizes counts what the summary's value lists will hold, to size them.
+// ipSizes counts what an ipSummary's value lists will hold, to size them.
 type ipSizes struct{ ok, failed, tokens int }
 
+func (z *ipSizes) add(p *metrics.RequestResult) {
+	if p.Success {
+		z.ok++
+		z.tokens += p.OutputTokens
+	} else {
+		z.failed++
+	}
+}
+
 func newAggregator(run *metrics.RunInfo, model string) *aggregator {
-	return &aggregator{run: run, model: model, bodies: map[int]string{}, msgID: map[string]int64{}}
+	return &aggregator{run: run, model: model, bodies: map[int]string{}, msgID: map[string]int64{},
+		stage: make([]ipSizes, len(run.Stages))}
+}
+
+// body is ipBody for out tokens, kept for the first 4096 lengths seen.
+func (a *aggregator) body(out int) string {
+	body, ok := a.bodies[out]
+	if !ok {
+		body = ipBody(a.model, out)
+		if len(a.bodies) < 1<<12 {
+			a.bodies[out] = body
+		}
+	}
+	return body
 }
 
 // record fills a.q with p's record and logs what the summaries need.
 func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
-	body, ok := a.bodies[p.OutputTokens]
-	if !ok {
-		body = ipBody(a.model, p.OutputTokens)
-		if len(a.bodies) < 1<<12 {
-			a.bodies[p.OutputTokens] = body
-		}
-	}
-	a.q.fill(p, a.run, body)
+	a.q.fill(p, a.run, a.body(p.OutputTokens))
 	l := &a.log
 	l.Int(int64(p.Start))
 	l.Int(int64(p.End - p.Start))
@@ -227,9 +243,11 @@ func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
 	l.Int(p.Index)
 	l.Uint(uint64(p.Session))
 	l.Int(int64(p.Turn))
+	a.sizes.add(p)
+	if len(a.stage) > 0 {
+		a.stage[metrics.StageOf(a.run.Stages, p.Index)].add(p)
+	}
 	if p.Success {
-		a.sizes.ok++
-		a.sizes.tokens += p.OutputTokens
 		l.Int(-1)
 		l.Int(int64(p.TTFT))
 		l.Int(int64(len(p.ITLs)))
@@ -237,7 +255,6 @@ func (a *aggregator) record(p *metrics.RequestResult) *ipReq {
 			l.Int(int64(g))
 		}
 	} else {
-		a.sizes.failed++
 		id, ok := a.msgID[p.Error]
 		if !ok {
 			id = int64(len(a.msgs))
@@ -278,11 +295,7 @@ func (a *aggregator) each(fn func(q *ipReq)) {
 			}
 			p.ITLs = gaps
 		}
-		body, ok := a.bodies[p.OutputTokens]
-		if !ok {
-			body = ipBody(a.model, p.OutputTokens)
-		}
-		q.fill(&p, a.run, body)
+		q.fill(&p, a.run, a.body(p.OutputTokens))
 		fn(&q)
 	}
 }
@@ -439,58 +452,76 @@ func (ec *errorCounts) obj() *jsonx.Obj {
 	return o
 }
 
-// ipSummary is summarize_requests over the n requests each visits
-// (n > 0), for the summary (stageRate and concurrency nil) or a stage's
-// report (its rate and concurrency): the two differ only in the load
-// summary, so the requests are summarised once for both.
-func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate *float64, concurrency *int) *jsonx.Obj {
-	nSucc, nFailed := 0, 0
-	minStart, maxStart, maxEnd := math.Inf(1), math.Inf(-1), math.Inf(-1)
+// ipSummary accumulates summarize_requests over the requests added to it:
+// the whole run's, or one load stage's.
+type ipSummary struct {
+	n, nSucc, nFailed          int
+	minStart, maxStart, maxEnd float64
+	delays, failLat            []float64
+	lat, ntpot, tpot, ttft     []float64
+	itl, sizes, outTok, zeros  []float64
+	inSum, outSum              float64
+	succPrompt, failPrompt     promptTokens
+	errs                       errorCounts
+}
+
+// newIPSummary sizes the value lists for the requests size counts.
+func newIPSummary(size ipSizes) *ipSummary {
 	list := func(n int) []float64 { return make([]float64, 0, n) }
-	delays := list(n)
-	lat, ntpot, tpot, ttft := list(size.ok), list(size.ok), list(size.ok), list(size.ok)
-	itl, sizes, outLen, outTok, zeros := list(size.tokens), list(size.ok), list(size.ok), list(size.ok), list(size.ok)
-	var inSum, outSum float64
-	succPrompt, failPrompt := promptTokens{per: list(size.ok)}, promptTokens{per: list(size.failed)}
-	failLat := list(size.failed)
-	var errs errorCounts
-	each(func(q *ipReq) {
-		minStart, maxStart, maxEnd = min(minStart, q.start), max(maxStart, q.start), max(maxEnd, q.end)
-		delays = append(delays, q.start-q.scheduled)
-		if !q.ok {
-			nFailed++
-			failLat = append(failLat, q.end-q.start)
-			failPrompt.add(q)
-			errs.add(q)
-			return
+	return &ipSummary{
+		minStart: math.Inf(1), maxStart: math.Inf(-1), maxEnd: math.Inf(-1),
+		delays: list(size.ok + size.failed), failLat: list(size.failed),
+		lat: list(size.ok), ntpot: list(size.ok), tpot: list(size.ok), ttft: list(size.ok),
+		itl: list(size.tokens), sizes: list(size.ok), outTok: list(size.ok), zeros: list(size.ok),
+		succPrompt: promptTokens{per: list(size.ok)}, failPrompt: promptTokens{per: list(size.failed)},
+	}
+}
+
+func (s *ipSummary) add(q *ipReq) {
+	s.n++
+	s.minStart, s.maxStart, s.maxEnd = min(s.minStart, q.start), max(s.maxStart, q.start), max(s.maxEnd, q.end)
+	s.delays = append(s.delays, q.start-q.scheduled)
+	if !q.ok {
+		s.nFailed++
+		s.failLat = append(s.failLat, q.end-q.start)
+		s.failPrompt.add(q)
+		s.errs.add(q)
+		return
+	}
+	s.nSucc++
+	l := q.end - q.start
+	s.lat = append(s.lat, l)
+	if q.out > 0 {
+		s.ntpot = append(s.ntpot, l/float64(q.out))
+	} else {
+		s.ntpot = append(s.ntpot, 0.0)
+	}
+	if tt := q.tokenTimes; len(tt) > 1 {
+		s.ttft = append(s.ttft, tt[0]-q.start)
+		if q.out > 1 {
+			s.tpot = append(s.tpot, (tt[len(tt)-1]-tt[0])/float64(q.out-1))
 		}
-		nSucc++
-		l := q.end - q.start
-		lat = append(lat, l)
-		if q.out > 0 {
-			ntpot = append(ntpot, l/float64(q.out))
-		} else {
-			ntpot = append(ntpot, 0.0)
+		for j := 1; j < len(tt); j++ {
+			s.itl = append(s.itl, tt[j]-tt[j-1])
 		}
-		if tt := q.tokenTimes; len(tt) > 1 {
-			ttft = append(ttft, tt[0]-q.start)
-			if q.out > 1 {
-				tpot = append(tpot, (tt[len(tt)-1]-tt[0])/float64(q.out-1))
-			}
-			for j := 1; j < len(tt); j++ {
-				itl = append(itl, tt[j]-tt[j-1])
-			}
-		}
-		sizes = append(sizes, float64(len(q.request)))
-		outLen = append(outLen, float64(q.out))
-		outTok = append(outTok, float64(q.out))
-		zeros = append(zeros, 0.0)
-		inSum += float64(q.input)
-		outSum += float64(q.out)
-		succPrompt.add(q)
-	})
-	total := maxEnd - minStart
-	scheduleDelay := orNil(ipSummarize(delays))
+	}
+	s.sizes = append(s.sizes, float64(len(q.request)))
+	s.outTok = append(s.outTok, float64(q.out))
+	s.zeros = append(s.zeros, 0.0)
+	s.inSum += float64(q.input)
+	s.outSum += float64(q.out)
+	s.succPrompt.add(q)
+}
+
+// compile is summarize_requests over the requests added (at least one),
+// for the summary (stageRate and concurrency nil) or a stage's report (its
+// rate and concurrency): the two differ only in the load summary, so the
+// requests are summarised once for both. The function it returns holds
+// the summaries, not the value lists.
+func (s *ipSummary) compile() func(stageRate *float64, concurrency *int) *jsonx.Obj {
+	total := s.maxEnd - s.minStart
+	n, minStart, maxStart := s.n, s.minStart, s.maxStart // for the function returned, which must not hold s
+	scheduleDelay := orNil(ipSummarize(s.delays))
 
 	rate := func(x float64) float64 {
 		if total > 0 {
@@ -498,46 +529,46 @@ func ipSummary(each func(fn func(q *ipReq)), n int, size ipSizes) func(stageRate
 		}
 		return 0.0
 	}
-	outTotal := 0.0
-	for _, v := range outTok {
-		outTotal += v
-	}
-	outputTokens := jsonx.NewObj().Set("total", outTotal)
-	if d := ipSummarize(outTok); d != nil {
-		for i, k := range d.Keys {
-			outputTokens.Set(k, d.Vals[i])
+	// output_len and output_tokens summarise the same values (BLIS's
+	// token counts are the server's), and the image, video and audio
+	// counts are zeros: each summarised once.
+	outStats, zeroCount := ipSummarize(s.outTok), orNil(ipSummarize(s.zeros))
+	outputTokens := jsonx.NewObj().Set("total", s.outSum)
+	if outStats != nil {
+		for i, k := range outStats.Keys {
+			outputTokens.Set(k, outStats.Vals[i])
 		}
 	}
 	successes := jsonx.NewObj().
-		Set("count", nSucc).
+		Set("count", s.nSucc).
 		Set("latency", jsonx.NewObj().
-			Set("request_latency", orNil(ipSummarize(lat))).
-			Set("normalized_time_per_output_token", orNil(ipSummarize(ntpot))).
-			Set("time_per_output_token", orNil(ipSummarize(tpot))).
-			Set("time_to_first_token", orNil(ipSummarize(ttft))).
-			Set("inter_token_latency", orNil(ipSummarize(itl)))).
+			Set("request_latency", orNil(ipSummarize(s.lat))).
+			Set("normalized_time_per_output_token", orNil(ipSummarize(s.ntpot))).
+			Set("time_per_output_token", orNil(ipSummarize(s.tpot))).
+			Set("time_to_first_token", orNil(ipSummarize(s.ttft))).
+			Set("inter_token_latency", orNil(ipSummarize(s.itl)))).
 		Set("throughput", jsonx.NewObj().
-			Set("input_tokens_per_sec", rate(inSum)).
-			Set("output_tokens_per_sec", rate(outSum)).
-			Set("total_tokens_per_sec", rate(inSum+outSum)).
-			Set("requests_per_sec", rate(float64(nSucc))).
+			Set("input_tokens_per_sec", rate(s.inSum)).
+			Set("output_tokens_per_sec", rate(s.outSum)).
+			Set("total_tokens_per_sec", rate(s.inSum+s.outSum)).
+			Set("requests_per_sec", rate(float64(s.nSucc))).
 			Set("images_per_sec", rate(0)).Set("videos_per_sec", rate(0)).Set("audios_per_sec", rate(0))).
-		Set("request_size_bytes", orNil(ipSummarize(sizes))).
-		Set("image", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("pixels", nil).Set("bytes", nil).
+		Set("request_size_bytes", orNil(ipSummarize(s.sizes))).
+		Set("image", jsonx.NewObj().Set("count", zeroCount).Set("pixels", nil).Set("bytes", nil).
 			Set("aspect_ratio", nil)).
-		Set("video", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("frames", nil).Set("pixels", nil).
+		Set("video", jsonx.NewObj().Set("count", zeroCount).Set("frames", nil).Set("pixels", nil).
 			Set("bytes", nil).Set("aspect_ratio", nil)).
-		Set("audio", jsonx.NewObj().Set("count", orNil(ipSummarize(zeros))).Set("seconds", nil).Set("bytes", nil)).
-		Set("prompt_tokens", succPrompt.obj()).
-		Set("output_len", orNil(ipSummarize(outLen))).
+		Set("audio", jsonx.NewObj().Set("count", zeroCount).Set("seconds", nil).Set("bytes", nil)).
+		Set("prompt_tokens", s.succPrompt.obj()).
+		Set("output_len", orNil(outStats)).
 		Set("output_tokens", outputTokens).
 		Set("token_count_mismatches", 0).
 		Set("client_fallback_requests", jsonx.NewObj().Set("prompt", 0).Set("output", 0))
 	failures := jsonx.NewObj().
-		Set("count", nFailed).
-		Set("request_latency", orNil(ipSummarize(failLat))).
-		Set("prompt_tokens", failPrompt.obj()).
-		Set("by_label", errs.obj())
+		Set("count", s.nFailed).
+		Set("request_latency", orNil(ipSummarize(s.failLat))).
+		Set("prompt_tokens", s.failPrompt.obj()).
+		Set("by_label", s.errs.obj())
 	return func(stageRate *float64, concurrency *int) *jsonx.Obj {
 		load := jsonx.NewObj().Set("count", n).Set("schedule_delay", scheduleDelay)
 		if stageRate != nil {
@@ -676,18 +707,15 @@ type Writer struct {
 	agg *aggregator
 }
 
-// NewWriter creates PerRequestFile in dir, for requests to model (""
-// means RunInfo's model).
-func NewWriter(dir string, run metrics.RunInfo, model string) (*Writer, error) {
+// NewWriter creates PerRequestFile in dir, for requests to RunInfo's
+// model.
+func NewWriter(dir string, run metrics.RunInfo) (*Writer, error) {
 	out, err := jsonx.CreateFile(filepath.Join(dir, PerRequestFile), jsonx.PyIndent2, 1)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{dir: dir, run: run, out: out}
-	if model == "" {
-		model = run.Model
-	}
-	w.agg = newAggregator(&w.run, model)
+	w.agg = newAggregator(&w.run, run.Model)
 	w.agg.log.Spill(dir, vlog.MemLimit)
 	return w, nil
 }
@@ -772,7 +800,10 @@ func (a *aggregator) reports(r *metrics.Result) (summary []byte, stages [][]byte
 		jsonx.Encode(&b, v, jsonx.PyIndent2)
 		return b.Bytes()
 	}
-	summary = enc(ipSummary(a.each, a.n, a.sizes)(nil, nil))
+	whole := newIPSummary(a.sizes)
+	a.each(whole.add)
+	report := whole.compile()
+	summary = enc(report(nil, nil))
 	var conc *int
 	if a.run.Stages == nil {
 		var rate *float64
@@ -782,37 +813,27 @@ func (a *aggregator) reports(r *metrics.Result) (summary []byte, stages [][]byte
 		if rate != nil && r.MaxConcurrency > 0 {
 			conc = &r.MaxConcurrency
 		}
-		return summary, [][]byte{enc(ipSummary(a.each, a.n, a.sizes)(rate, conc))}
+		return summary, [][]byte{enc(report(rate, conc))}
 	}
 	if r.MaxConcurrency > 0 {
 		conc = &r.MaxConcurrency
 	}
-	n := make([]int, len(a.run.Stages))
-	sizes := make([]ipSizes, len(a.run.Stages))
-	a.each(func(q *ipReq) {
-		k := metrics.StageOf(a.run.Stages, q.index)
-		n[k]++
-		if q.ok {
-			sizes[k].ok++
-			sizes[k].tokens += max(len(q.tokenTimes)-1, 0)
-		} else {
-			sizes[k].failed++
+	// One more pass hands each request to its stage's summary; together
+	// they hold what the whole run's did.
+	per := make([]*ipSummary, len(a.stage))
+	for k, size := range a.stage {
+		if size.ok+size.failed > 0 {
+			per[k] = newIPSummary(size)
 		}
-	})
-	stages = make([][]byte, len(a.run.Stages))
-	for k := range a.run.Stages {
-		if n[k] == 0 {
+	}
+	a.each(func(q *ipReq) { per[metrics.StageOf(a.run.Stages, q.index)].add(q) })
+	stages = make([][]byte, len(per))
+	for k, s := range per {
+		if s == nil {
 			continue
 		}
-		each := func(fn func(q *ipReq)) {
-			a.each(func(q *ipReq) {
-				if metrics.StageOf(a.run.Stages, q.index) == k {
-					fn(q)
-				}
-			})
-		}
 		rate := a.run.Stages[k].Rate
-		stages[k] = enc(ipSummary(each, n[k], sizes[k])(&rate, conc))
+		stages[k] = enc(s.compile()(&rate, conc))
 	}
 	return summary, stages
 }
@@ -846,6 +867,8 @@ func encodeIPSummary(r *metrics.Result, run *metrics.RunInfo) []byte {
 		a.record(p)
 	}
 	var b bytes.Buffer
-	jsonx.Encode(&b, ipSummary(a.each, a.n, a.sizes)(nil, nil), jsonx.PyIndent2)
+	s := newIPSummary(a.sizes)
+	a.each(s.add)
+	jsonx.Encode(&b, s.compile()(nil, nil), jsonx.PyIndent2)
 	return b.Bytes()
 }

@@ -468,7 +468,9 @@ func TestEntryEncoderMatchesDocument(t *testing.T) {
 			t.Fatalf("multi-turn %v: per-request file differs from the documents:\n%s\nwant\n%s", multi, per, want.Bytes())
 		}
 		dir := t.TempDir()
-		w, err := NewWriter(dir, run, run.ModelName(res))
+		wrun := run
+		wrun.Model = run.ModelName(res) // as Export gives it
+		w, err := NewWriter(dir, wrun)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,11 +69,7 @@ type Stat struct {
 // prefill+decode GPUs across nodes), with the E2E interactivity from r's
 // requests.
 func Compute(r *metrics.Result, gpus int) Point {
-	var ratios ratioLog
-	for i := range r.Requests {
-		ratios.add(&r.Requests[i])
-	}
-	return compute(r, gpus, &ratios)
+	return compute(r, gpus, ratiosOf(r))
 }
 
 // ratioLog keeps each qualifying request's latency and output tokens (a
@@ -81,6 +77,15 @@ func Compute(r *metrics.Result, gpus int) Point {
 type ratioLog struct {
 	log vlog.Log
 	n   int
+}
+
+// ratiosOf logs r's requests.
+func ratiosOf(r *metrics.Result) *ratioLog {
+	l := &ratioLog{}
+	for i := range r.Requests {
+		l.add(&r.Requests[i])
+	}
+	return l
 }
 
 func (l *ratioLog) add(q *metrics.RequestResult) {
@@ -171,11 +176,7 @@ func doc(r *metrics.Result, run *metrics.RunInfo, ratios *ratioLog) *jsonx.Obj {
 
 // Encode renders the result point (ResultFile).
 func Encode(r *metrics.Result, run *metrics.RunInfo) []byte {
-	var ratios ratioLog
-	for i := range r.Requests {
-		ratios.add(&r.Requests[i])
-	}
-	return encode(r, run, &ratios)
+	return encode(r, run, ratiosOf(r))
 }
 
 func encode(r *metrics.Result, run *metrics.RunInfo, ratios *ratioLog) []byte {

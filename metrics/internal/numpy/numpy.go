@@ -149,17 +149,18 @@ func (s Seq) Sum() float64 {
 // Mean is Mean of the sequence as an array.
 func (s Seq) Mean() float64 { return s.Sum() / float64(s.N) }
 
-// Std is Std of the sequence as an array (two passes).
-func (s Seq) Std() float64 {
+// MeanStd is Mean and Std of the sequence as an array, in two passes:
+// Std's deviations are taken from the mean of the first.
+func (s Seq) MeanStd() (mean, std float64) {
 	if s.N == 0 {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	mean := s.Mean()
+	mean = s.Mean()
 	sq := func(v float64) float64 {
 		x := v - mean
 		return x * x
 	}
-	return math.Sqrt((0 + pairwiseNext(s.N, s.Open(), sq)) / float64(s.N))
+	return mean, math.Sqrt((0 + pairwiseNext(s.N, s.Open(), sq)) / float64(s.N))
 }
 
 // pairwiseNext is pairwiseSum over the next n values of next.
@@ -227,10 +228,6 @@ func Buffer(n int) []float64 {
 	return make([]float64, 0, n)
 }
 
-// Sort is Order for the extremes alone: the sorted array when short,
-// else as Order does.
-func (s Seq) Sort(buf []float64) Sorted { return s.Order(buf, nil) }
-
 // Order reads the sequence and returns the order statistics behind its
 // minimum, maximum, median and the given percentiles, in bounded memory:
 // a sequence of up to 4 Mi values is sorted in buf (reused when large
@@ -245,7 +242,7 @@ func (s Seq) Order(buf []float64, percentiles []float64) Sorted {
 		for range s.N {
 			buf = append(buf, next())
 		}
-		sortFloats(buf)
+		SortFloats(buf)
 		return Sorted{vals: buf, n: int64(s.N)}
 	}
 	counts := map[float64]int64{}
@@ -261,7 +258,7 @@ func (s Seq) Order(buf []float64, percentiles []float64) Sorted {
 		for v := range counts {
 			st.vals = append(st.vals, v)
 		}
-		sortFloats(st.vals)
+		SortFloats(st.vals)
 		st.cum = make([]int64, len(st.vals))
 		c := int64(0)
 		for i, v := range st.vals {
@@ -429,9 +426,6 @@ func (s *Sorted) Median() float64 {
 	}
 	return (0 + (0 + s.At(n/2-1) + s.At(n/2))) / 2
 }
-
-// sortFloats sorts ascending.
-func sortFloats(a []float64) { SortFloats(a) }
 
 // SortFloats sorts a ascending, as slices.Sort does for values that are
 // not NaN, faster for long arrays: an LSD radix sort on the values'

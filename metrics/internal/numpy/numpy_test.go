@@ -113,8 +113,12 @@ func TestSeqMatchesArray(t *testing.T) {
 				if got, want := s.Sum(), Sum(a); got != want {
 					t.Errorf("n=%d: Sum %v, want %v", n, got, want)
 				}
-				if got, want := s.Std(), Std(a); got != want {
-					t.Errorf("n=%d: Std %v, want %v", n, got, want)
+				mean, std := s.MeanStd()
+				if want := Mean(a); mean != want {
+					t.Errorf("n=%d: Mean %v, want %v", n, mean, want)
+				}
+				if want := Std(a); std != want {
+					t.Errorf("n=%d: Std %v, want %v", n, std, want)
 				}
 			}
 			srt := slices.Clone(a)
@@ -130,7 +134,7 @@ func TestSeqMatchesArray(t *testing.T) {
 			maxDistinct = 0
 			checkOrder(t, s, srt, pcts, "selected")
 			maxSorted, maxDistinct = 1<<22, 1<<16
-			st := s.Sort(nil)
+			st := s.Order(nil, nil)
 			if got, want := st.Median(), MedianSorted(srt); got != want {
 				t.Errorf("n=%d distinct=%d: Median %v, want %v", n, distinct, got, want)
 			}

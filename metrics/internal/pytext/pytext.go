@@ -6,7 +6,6 @@
 package pytext
 
 import (
-	"bytes"
 	"math"
 	"strconv"
 	"time"
@@ -111,17 +110,11 @@ func Fixed2(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// WriteJSONString writes s as a JSON string with the short escapes for
+// AppendJSONString appends s as a JSON string with the short escapes for
 // " \ \b \f \n \r \t and \u00XX for other control characters; with ascii
 // every rune outside ' '..'~' is \uXXXX-escaped (surrogate pairs above
 // U+FFFF), as Python's ensure_ascii does, otherwise it is written as UTF-8,
 // as orjson does. Invalid UTF-8 becomes U+FFFD either way.
-func WriteJSONString(b *bytes.Buffer, s string, ascii bool) {
-	var buf [64]byte
-	b.Write(AppendJSONString(buf[:0], s, ascii))
-}
-
-// AppendJSONString appends s as WriteJSONString writes it.
 func AppendJSONString(dst []byte, s string, ascii bool) []byte {
 	const hex = "0123456789abcdef"
 	u4 := func(dst []byte, r rune) []byte {

@@ -1,7 +1,6 @@
 package pytext
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -37,10 +36,8 @@ func TestJSONStringASCII(t *testing.T) {
 		{"\xff", `"\ufffd"`},
 	}
 	for _, tc := range tests {
-		var b bytes.Buffer
-		WriteJSONString(&b, tc.in, true)
-		if b.String() != tc.want {
-			t.Errorf("WriteJSONString(%q, ascii) = %s, want %s", tc.in, b.String(), tc.want)
+		if got := string(AppendJSONString(nil, tc.in, true)); got != tc.want {
+			t.Errorf("AppendJSONString(%q, ascii) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
@@ -53,10 +50,8 @@ func TestJSONStringUTF8(t *testing.T) {
 		{"héllo 世界 🙂", "\"héllo 世界 🙂\""},
 		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
 	} {
-		var b bytes.Buffer
-		WriteJSONString(&b, tc.in, false)
-		if b.String() != tc.want {
-			t.Errorf("WriteJSONString(%q, utf-8) = %s, want %s", tc.in, b.String(), tc.want)
+		if got := string(AppendJSONString(nil, tc.in, false)); got != tc.want {
+			t.Errorf("AppendJSONString(%q, utf-8) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }

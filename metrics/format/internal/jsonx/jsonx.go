@@ -88,104 +88,75 @@ type Splice struct {
 // Encode writes v in style st. v holds nil, bool, int, int64, float64,
 // string, *Obj, []any and []float64 values (no Splice).
 func Encode(b *bytes.Buffer, v any, st Style) {
-	e := docEncoder{st: st, b: b}
-	e.value(v, 0)
+	d := docWriter{e: NewEnc(st, 0)}
+	d.value(v)
+	b.Write(d.e.B)
 }
 
 // EncodeTo writes v in style st to w; Splice values write themselves in
 // place. The document around them is buffered, the splices are not.
 func EncodeTo(w io.Writer, v any, st Style) error {
-	var b bytes.Buffer
-	e := docEncoder{st: st, b: &b, w: w}
-	e.value(v, 0)
-	if e.err == nil {
-		_, e.err = w.Write(b.Bytes())
+	d := docWriter{e: NewEnc(st, 0), w: w}
+	d.value(v)
+	if d.err == nil {
+		_, d.err = w.Write(d.e.B)
 	}
-	return e.err
+	return d.err
 }
 
-type docEncoder struct {
-	st  Style
-	b   *bytes.Buffer
+// docWriter walks a document through an Enc, so that a document and a
+// record streamed token by token are laid out by the same code.
+type docWriter struct {
+	e   *Enc
 	w   io.Writer // for splices; nil in Encode
 	err error
-	tmp []byte
 }
 
-func (e *docEncoder) nl(d int) {
-	e.b.WriteByte('\n')
-	for range d {
-		e.b.WriteString(e.st.Indent)
-	}
-}
-
-func (e *docEncoder) list(n, depth int, each func(i int)) {
-	itemSep, _ := e.st.seps()
-	for i := range n {
-		if i > 0 {
-			e.b.WriteString(itemSep)
-		}
-		if e.st.Indent != "" {
-			e.nl(depth + 1)
-		}
-		each(i)
-	}
-	if e.st.Indent != "" && n > 0 {
-		e.nl(depth)
-	}
-}
-
-func (e *docEncoder) value(v any, depth int) {
-	_, keySep := e.st.seps()
+func (d *docWriter) value(v any) {
+	e := d.e
 	switch x := v.(type) {
 	case nil:
-		e.b.WriteString("null")
+		e.Null()
 	case bool:
-		if x {
-			e.b.WriteString("true")
-		} else {
-			e.b.WriteString("false")
-		}
+		e.Bool(x)
 	case int:
-		e.b.WriteString(strconv.Itoa(x))
+		e.Int(int64(x))
 	case int64:
-		e.b.WriteString(strconv.FormatInt(x, 10))
+		e.Int(x)
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			e.b.WriteString("null")
-		} else {
-			e.tmp = e.st.Float(e.tmp[:0], x)
-			e.b.Write(e.tmp)
-		}
+		e.Float(x)
 	case string:
-		e.tmp = pytext.AppendJSONString(e.tmp[:0], x, e.st.ASCII)
-		e.b.Write(e.tmp)
+		e.Str(x)
 	case *Obj:
-		e.b.WriteByte('{')
-		e.list(len(x.Keys), depth, func(i int) {
-			e.value(x.Keys[i], depth+1)
-			e.b.WriteString(keySep)
-			e.value(x.Vals[i], depth+1)
-		})
-		e.b.WriteByte('}')
+		e.Obj()
+		for i, k := range x.Keys {
+			e.Key(k)
+			d.value(x.Vals[i])
+		}
+		e.EndObj()
 	case []any:
-		e.b.WriteByte('[')
-		e.list(len(x), depth, func(i int) { e.value(x[i], depth+1) })
-		e.b.WriteByte(']')
+		e.Arr()
+		for _, y := range x {
+			d.value(y)
+		}
+		e.EndArr()
 	case []float64:
-		e.b.WriteByte('[')
-		e.list(len(x), depth, func(i int) { e.value(x[i], depth+1) })
-		e.b.WriteByte(']')
+		e.Arr()
+		for _, y := range x {
+			e.Float(y)
+		}
+		e.EndArr()
 	case Splice:
-		if e.w == nil {
+		if d.w == nil {
 			panic("metrics: jsonx.Encode: a Splice needs EncodeTo") // unreachable: only the exporters build values
 		}
-		if e.err != nil {
+		e.before()
+		if d.err != nil {
 			return
 		}
-		if _, e.err = e.w.Write(e.b.Bytes()); e.err == nil {
-			e.b.Reset()
-			e.err = x.Write(e.w, depth)
+		if _, d.err = d.w.Write(e.B); d.err == nil {
+			e.B = e.B[:0]
+			d.err = x.Write(d.w, e.depth+len(e.open))
 		}
 	default: // unreachable: only the exporters build values
 		panic(fmt.Sprintf("metrics: encodeJSON: unsupported %T", v))
