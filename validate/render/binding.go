@@ -39,22 +39,6 @@ func full(x score.Num) string {
 	return strconv.FormatFloat(f, 'f', max(0, d), 64)
 }
 
-// diffPct is a signed difference in percent with three decimals.
-func diffPct(x score.Num) string {
-	f := x.F()
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "--"
-	}
-	s := strconv.FormatFloat(f, 'f', 3, 64)
-	if s == "-0.000" {
-		s = "0.000"
-	}
-	if !strings.HasPrefix(s, "-") {
-		s = "+" + s
-	}
-	return s + "%"
-}
-
 // pairLevelText is a paired level's cell, flagged when not bound.
 func pairLevelText(l score.PairLevel) string {
 	if l.NotBound {
@@ -103,7 +87,7 @@ func writeBinding(m *mdw, pg *page.Page) {
 		m.head("level", "metric", "unit", "published", "recomputed", "difference", "verdict")
 		for _, lb := range a.Binding {
 			for _, r := range lb.Rows {
-				m.row(lb.Text, r.Metric, r.Unit, full(r.Published), full(r.Recomputed), diffPct(r.DiffPct), r.Verdict)
+				m.row(lb.Text, r.Metric, r.Unit, full(r.Published), full(r.Recomputed), signedPct(r.DiffPct, 3), r.Verdict)
 			}
 		}
 	}
