@@ -200,19 +200,11 @@ func writeSensitivity(m *mdw, pg *page.Page) {
 			}
 			m.head(head...)
 			for _, l := range s.Levels {
-				row := []string{l.Text}
 				if l.Failed != "" {
-					m.row(append(row, "--")...)
+					m.row(l.Text, "--")
 					continue
 				}
-				for _, k := range ms {
-					if v, ok := l.Errors[k.Info().Key]; ok {
-						row = append(row, pct(v))
-					} else {
-						row = append(row, "--")
-					}
-				}
-				m.row(row...)
+				m.row(errorCells([]string{l.Text}, l.Errors, ms)...)
 			}
 			m.p("\n")
 			m.head("metric", "MAPE % as replayed", "MAPE % sensitivity run", "signed mean sensitivity run")
@@ -257,17 +249,22 @@ func writeProbeLevels(m *mdw, pg *page.Page) {
 					if l.Stated || l.Failed != "" {
 						continue
 					}
-					row := []string{a.Label, p.Setting, c.Value, orDash(l.Series), l.Text}
-					for _, k := range ms {
-						if v, ok := l.Errors[k.Info().Key]; ok {
-							row = append(row, pct(v))
-						} else {
-							row = append(row, "--")
-						}
-					}
-					m.row(row...)
+					m.row(errorCells([]string{a.Label, p.Setting, c.Value, orDash(l.Series), l.Text}, l.Errors, ms)...)
 				}
 			}
 		}
 	}
+}
+
+// errorCells appends a level's signed error of each metric of ms to row
+// ("--" where the level does not compare it).
+func errorCells(row []string, errs map[string]score.Num, ms []score.Metric) []string {
+	for _, k := range ms {
+		if v, ok := errs[k.Info().Key]; ok {
+			row = append(row, pct(v))
+		} else {
+			row = append(row, "--")
+		}
+	}
+	return row
 }
