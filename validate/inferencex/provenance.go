@@ -179,10 +179,10 @@ func Provenance(plans []*Plan) ([]score.ProvRow, []string) {
 	switch {
 	case slices.Contains(versions, "unstated"):
 		er.Verdict = score.Unstated
-	case len(versions) == 1 && (versions[0] == score.EngineVersion || strings.HasPrefix(versions[0], score.EngineVersion+".")):
+	case len(versions) == 1 && score.EngineMatches(versions[0]):
 		er.Verdict = score.Match
 	default:
-		er.Verdict, er.Note = score.Mismatch, "BLIS prices one engine behaviour; the scheduler of other releases is not modelled"
+		er.Verdict, er.Note = score.Mismatch, score.EngineMismatchNote
 	}
 	rows = append(rows, er)
 

@@ -380,10 +380,10 @@ func fileProvenance(a *Arm, s *scenario.Scenario, res *scenario.Resolved, reject
 	} else {
 		v := strings.TrimPrefix(ev.Value, "v")
 		er.Measured, er.Source = v, ev.Source
-		if v == score.EngineVersion || strings.HasPrefix(v, score.EngineVersion+".") {
+		if score.EngineMatches(v) {
 			er.Verdict = score.Match
 		} else {
-			er.Verdict, er.Note = score.Mismatch, "BLIS prices one engine behaviour; the scheduler of other releases is not modelled"
+			er.Verdict, er.Note = score.Mismatch, score.EngineMismatchNote
 		}
 		if log != nil && log.Version != "" && strings.TrimPrefix(log.Version, "v") != v {
 			er.Note = strings.TrimSpace(er.Note + fmt.Sprintf(" server log says %s (line %d)", log.Version, log.VersionLine))
