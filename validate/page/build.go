@@ -234,7 +234,7 @@ func (b *builder) fileArm(ai int, a *Arm) (*ArmPage, error) {
 		lp.KVTokens = x.res.Memory.KVTokens
 		if len(x.run.Requests) > 0 {
 			mReqs := score.ReqsFromMeasured(x.run)
-			bReqs := score.ReqsFromResult(x.result, turnsOf(x.result))
+			bReqs := score.ReqsFromResult(x.result)
 			lp.SetValues(score.RecordValues(mReqs), score.RecordValues(bReqs))
 			po, err := score.PairRequests(mReqs, bReqs, a.PairBy)
 			if err != nil {

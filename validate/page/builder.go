@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 
 	"blis/cluster"
@@ -105,24 +104,6 @@ type fileLevel struct {
 	simErr error
 }
 
-// turnsOf gives each of r's requests its session and turn.
-func turnsOf(r *metrics.Result) func(int64) (string, int, bool) {
-	t := map[int64]*metrics.RequestResult{}
-	for i := range r.Requests {
-		if q := &r.Requests[i]; q.Session != 0 {
-			t[q.Index] = q
-		}
-	}
-	return func(i int64) (string, int, bool) {
-		if q, ok := t[i]; ok {
-			return strconv.FormatUint(q.Session, 10), q.Turn, true
-		}
-		// BLIS's exports write a request outside any session as its own
-		// conversation, numbered by its index, turn 0.
-		return strconv.FormatInt(i, 10), 0, true
-	}
-}
-
 // simulateLevel resolves and runs one level. A panic inside the simulator
 // (a bug) fails the level, not the page.
 func simulateLevel(x *fileLevel) {
@@ -162,7 +143,7 @@ func simulateLevel(x *fileLevel) {
 // the page computes it: from records where the measured run has them.
 func fileBLISValues(x *fileLevel) score.Values {
 	if len(x.run.Requests) > 0 {
-		return score.RecordValues(score.ReqsFromResult(x.result, turnsOf(x.result)))
+		return score.RecordValues(score.ReqsFromResult(x.result))
 	}
 	return score.ResultValues(x.result)
 }
