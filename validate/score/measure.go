@@ -1,7 +1,6 @@
 package score
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -139,9 +138,7 @@ func ReqsFromMeasured(run *metrics.MeasuredRun) []Req {
 // conversation, so it is one here too: numbered by its index, turn 0.
 func ReqsFromResult(r *metrics.Result) []Req {
 	out := make([]Req, len(r.Requests))
-	inSeq := slices.Clone(r.Requests)
-	slices.SortStableFunc(inSeq, func(a, b metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
-	for i, q := range inSeq {
+	for i, q := range r.InCompletionOrder() {
 		out[i] = Req{ID: strconv.FormatInt(q.Index, 10), Session: strconv.FormatInt(q.Index, 10), Start: int64(q.Start), End: int64(q.End),
 			OK: q.Success, InputTokens: q.InputTokens, OutputTokens: q.OutputTokens, TTFT: q.TTFT, ITLs: q.ITLs}
 		if q.Session != 0 {
