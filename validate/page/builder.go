@@ -147,16 +147,3 @@ func fileBLISValues(x *fileLevel) score.Values {
 	}
 	return score.ResultValues(x.result)
 }
-
-// fileHeadline is BLIS's side of every level of a file arm as the page
-// scored it (NaN where the level failed).
-func fileHeadline(lv []fileLevel) []score.Values {
-	headline := make([]score.Values, len(lv))
-	for i := range lv {
-		headline[i] = score.NoValues()
-		if lv[i].simErr == nil && lv[i].result != nil {
-			headline[i] = fileBLISValues(&lv[i])
-		}
-	}
-	return headline
-}

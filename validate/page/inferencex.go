@@ -164,7 +164,7 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	}
 	ap.Deployment = inferencex.Deployment(plans)
 	ap.Provenance, ap.Notes = inferencex.Provenance(plans)
-	b.ixProbes(a, ap, plans, preds, fails) // probes.go
+	b.ixProbes(a, ap, plans) // probes.go
 	scored := 0
 	for _, f := range fails {
 		if f == nil {

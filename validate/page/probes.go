@@ -477,7 +477,7 @@ func (b *builder) fileProbes(a *Arm, ap *ArmPage, lv []fileLevel) {
 	if spec.Mode == ProbesOff || spec.Mode == "" {
 		return
 	}
-	headline := fileHeadline(lv)
+	headline := blisValues(ap.Levels)
 	targets := probeTargets(ap.Provenance, spec)
 	resolve := func(i int, name, value string) (*scenario.Scenario, *scenario.Resolved, error) {
 		s := lv[i].sc
@@ -510,7 +510,7 @@ func (b *builder) fileProbes(a *Arm, ap *ArmPage, lv []fileLevel) {
 // ixProbes re-checks an InferenceX arm's gaps. An assumed recipe argument
 // varies only on the rows that assume it; the others keep the stated
 // value.
-func (b *builder) ixProbes(a *Arm, ap *ArmPage, plans []*inferencex.Plan, preds []inferencex.Prediction, fails []*inferencex.Skip) {
+func (b *builder) ixProbes(a *Arm, ap *ArmPage, plans []*inferencex.Plan) {
 	spec := b.armProbeSpec(a)
 	if spec.Mode == ProbesOff || spec.Mode == "" {
 		return
@@ -523,17 +523,13 @@ func (b *builder) ixProbes(a *Arm, ap *ArmPage, plans []*inferencex.Plan, preds 
 		bySource[fmt.Sprintf("%s line %d (%s)", csvRel, p.Row.Line, p.Row.ID)] = i
 	}
 	planOf := make([]int, len(ap.Levels))
-	headline := make([]score.Values, len(ap.Levels))
 	for li, l := range ap.Levels {
 		planOf[li] = -1
-		headline[li] = score.NoValues()
 		if pi, ok := bySource[l.Source]; ok {
 			planOf[li] = pi
 		}
-		if pi := planOf[li]; pi >= 0 && fails[pi] == nil {
-			headline[li][score.MTTFTMean], headline[li][score.MTPOTMean] = preds[pi].TTFTMeanMs, preds[pi].TPOTMeanMs
-		}
 	}
+	headline := blisValues(ap.Levels)
 	targets := probeTargets(ap.Provenance, spec)
 	for ti := range targets {
 		t := &targets[ti]
