@@ -2,6 +2,7 @@ package page
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -117,6 +118,7 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	fails := make([]*inferencex.Skip, len(plans))
 	b.parallel(len(plans), func(i int) { preds[i], fails[i] = inferencex.Simulate(plans[i]) })
 
+	levels := make([]LevelPage, 0, len(plans))
 	for i, p := range plans {
 		covered[b.m.Path(sel.CSV)+"#"+strconv.Itoa(p.Row.Line)] = true
 		lp := LevelPage{Series: fmt.Sprintf("TP%d %d/%d", p.Row.Agg.TP, p.Row.ISL, p.Row.OSL), Level: score.Num(p.Concurrency),
@@ -137,21 +139,23 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 			}
 		}
 		lp.SetValues(meas, blis)
-		ap.Levels = append(ap.Levels, lp)
+		levels = append(levels, lp)
 	}
-	// Levels in series order, then by concurrency (file order breaks ties).
-	slices.SortStableFunc(ap.Levels, func(x, y LevelPage) int {
-		if c := compareSeries(x.Series, y.Series); c != 0 {
+	// Levels in series order, then by concurrency (file order breaks ties):
+	// level li is the row of plans[planOf[li]].
+	planOf := make([]int, len(plans))
+	for i := range planOf {
+		planOf[i] = i
+	}
+	slices.SortStableFunc(planOf, func(i, j int) int {
+		if c := compareSeries(levels[i].Series, levels[j].Series); c != 0 {
 			return c
 		}
-		switch {
-		case x.Level < y.Level:
-			return -1
-		case x.Level > y.Level:
-			return 1
-		}
-		return 0
+		return cmp.Compare(levels[i].Level, levels[j].Level)
 	})
+	for _, pi := range planOf {
+		ap.Levels = append(ap.Levels, levels[pi])
+	}
 	ap.Population = Population(ap.Levels)
 	ap.Inputs = []string{fmt.Sprintf("InferenceX rows of %s: model %s, chip %s, precision %s, recipe %s, backend %s (%d rows%s)",
 		csvRel, sel.Model, sel.Hardware, orAny(sel.Precision), orAny(sel.Recipe), sel.Backend, len(plans), dupText(dups+nearDups))}
@@ -164,7 +168,7 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	}
 	ap.Deployment = inferencex.Deployment(plans)
 	ap.Provenance, ap.Notes = inferencex.Provenance(plans)
-	b.ixProbes(a, ap, plans) // probes.go
+	b.ixProbes(a, ap, plans, planOf) // probes.go
 	scored := 0
 	for _, f := range fails {
 		if f == nil {
