@@ -85,11 +85,6 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	ap := &ArmPage{Name: a.Name, Label: a.Label, Kind: "inferencex", LevelKey: "max-concurrency"}
 	csvRel := b.rel(b.m.Path(sel.CSV))
 	dups := 0
-	type group struct {
-		set, needed string
-		n           int
-	}
-	var groups []*group
 	for _, sk := range s.Skipped {
 		if !ixKeep(sel, sk.Row, nil) {
 			continue
@@ -99,19 +94,9 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 			dups++
 			continue
 		}
-		if !inferencex.CannotScore(sk.Reason) {
-			continue
+		if inferencex.CannotScore(sk.Reason) {
+			ap.Unscored = addUnscored(ap.Unscored, sk.Row.Label()+": "+sk.Reason, inferencex.Needed(sk.Reason, sk.Detail))
 		}
-		set := sk.Row.Label() + ": " + sk.Reason
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.set == set })
-		if i < 0 {
-			groups = append(groups, &group{set: set, needed: inferencex.Needed(sk.Reason, sk.Detail)})
-			i = len(groups) - 1
-		}
-		groups[i].n++
-	}
-	for _, g := range groups {
-		ap.Unscored = append(ap.Unscored, score.Unscored{Set: g.set, Rows: g.n, Needed: g.needed})
 	}
 
 	preds := make([]inferencex.Prediction, len(plans))
@@ -225,37 +210,32 @@ func (b *builder) ixUnscored(sel *IXSelect, covered map[string]bool) ([]score.Un
 		return nil, err
 	}
 	s := inferencex.Select(rows, inferencex.Filter{Model: sel.Model, Hardware: sel.Hardware}, inferencex.MapOptions{Backend: sel.Backend, EPAsTP: true})
-	type group struct {
-		set, needed string
-		n           int
-	}
-	var groups []*group
-	add := func(row *inferencex.Row, reason, needed string) {
-		set := row.Label() + ": " + reason
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.set == set })
-		if i < 0 {
-			groups = append(groups, &group{set: set, needed: needed})
-			i = len(groups) - 1
-		}
-		groups[i].n++
-	}
+	var out []score.Unscored
 	for _, sk := range s.Skipped {
 		if !ixKeep(sel, sk.Row, nil) || !inferencex.CannotScore(sk.Reason) || covered[b.m.Path(sel.CSV)+"#"+strconv.Itoa(sk.Row.Line)] {
 			continue
 		}
-		add(sk.Row, sk.Reason, inferencex.Needed(sk.Reason, sk.Detail))
+		out = addUnscored(out, sk.Row.Label()+": "+sk.Reason, inferencex.Needed(sk.Reason, sk.Detail))
 	}
 	for _, p := range s.Plans {
 		if !ixKeep(sel, p.Row, p.Recipe) || covered[b.m.Path(sel.CSV)+"#"+strconv.Itoa(p.Row.Line)] {
 			continue
 		}
-		add(p.Row, "simulable, but no arm of this page selects it", "an arm in the manifest (recipe "+p.Recipe.Key+")")
-	}
-	var out []score.Unscored
-	for _, g := range groups {
-		out = append(out, score.Unscored{Set: g.set, Rows: g.n, Needed: g.needed})
+		out = addUnscored(out, p.Row.Label()+": simulable, but no arm of this page selects it", "an arm in the manifest (recipe "+p.Recipe.Key+")")
 	}
 	return out, nil
+}
+
+// addUnscored counts one row into its set of list, adding the set (with
+// what scoring it needs) at its first row.
+func addUnscored(list []score.Unscored, set, needed string) []score.Unscored {
+	i := slices.IndexFunc(list, func(u score.Unscored) bool { return u.Set == set })
+	if i < 0 {
+		list = append(list, score.Unscored{Set: set, Needed: needed})
+		i = len(list) - 1
+	}
+	list[i].Rows++
+	return list
 }
 
 // nearRepeat reports whether two rows are one measurement: the same
