@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,11 +42,7 @@ type Options struct {
 
 // Build computes a manifest's page.
 func Build(m *Manifest, opts Options) (*Page, error) {
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	b := &builder{m: m, jobs: jobs, csv: map[string][]inferencex.Row{}, hashed: map[string]bool{}, probes: opts.Probes}
+	b := &builder{m: m, jobs: opts.Jobs, csv: map[string][]inferencex.Row{}, hashed: map[string]bool{}, probes: opts.Probes}
 	pg := &Page{Name: m.Name, Title: m.Title, Description: m.Description, BLISVersion: opts.Version,
 		Manifest: filepath.ToSlash(m.File), TolerancePP: m.TolerancePP, VerdictRule: score.VerdictRule}
 	if pg.BLISVersion == "" {

@@ -8,18 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"blis/cluster"
 	"blis/metrics"
 	"blis/scenario"
 	"blis/validate/inferencex"
+	"blis/validate/internal/parallel"
 	"blis/validate/score"
 )
 
 type builder struct {
 	m      *Manifest
-	jobs   int
+	jobs   int // Options.Jobs
 	csv    map[string][]inferencex.Row
 	inputs []InputFile
 	hashed map[string]bool
@@ -75,25 +75,7 @@ func (b *builder) inputErr(line int, key, value string, err error) error {
 }
 
 // parallel runs f(0..n-1) on b.jobs workers.
-func (b *builder) parallel(n int, f func(i int)) {
-	jobs := min(b.jobs, max(1, n))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-}
+func (b *builder) parallel(n int, f func(i int)) { parallel.Each(b.jobs, n, f) }
 
 // fileLevel is one simulated level of a file arm.
 type fileLevel struct {
