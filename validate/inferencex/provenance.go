@@ -84,6 +84,9 @@ func (r *Row) PrecisionText() string {
 	return r.Precision
 }
 
+// shortModel is a model_path without its organisation ("Llama-3.1-70B").
+func shortModel(m string) string { return m[strings.LastIndex(m, "/")+1:] }
+
 // Label names the deployment a row belongs to on a page's list of sets
 // that cannot be scored: "Llama-3.1-70B fp8 on h100_sxm".
 func (r *Row) Label() string {
