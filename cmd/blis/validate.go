@@ -169,8 +169,7 @@ func checkInferenceXFilter(file string, rows []inferencex.Row, opts inferencex.O
 		return strings.Join(out, ", ")
 	}
 	if len(rows) > 0 && (opts.Model != "" || opts.Hardware != "") {
-		sel := inferencex.Select(rows, opts.Filter, opts.MapOptions)
-		if sel.Filtered == sel.Total {
+		if !slices.ContainsFunc(rows, func(r inferencex.Row) bool { return opts.Filter.Keep(&r) }) {
 			key, val, what := "--hardware", opts.Hardware, "systems: "+distinct(func(r *inferencex.Row) string { return r.System })
 			with := ""
 			if opts.Model != "" {
@@ -182,7 +181,7 @@ func checkInferenceXFilter(file string, rows []inferencex.Row, opts inferencex.O
 			return &scenario.InputError{File: file, Key: key, Value: val, Msg: with + "selects no row; the file's " + what}
 		}
 	}
-	if opts.Backend != "all" && !slices.ContainsFunc(rows, func(r inferencex.Row) bool { return r.Backend == opts.Backend }) {
+	if opts.Backend != inferencex.BackendAll && !slices.ContainsFunc(rows, func(r inferencex.Row) bool { return r.Backend == opts.Backend }) {
 		return &scenario.InputError{File: file, Key: "--backend", Value: opts.Backend,
 			Msg: "selects no row; the file's backends: " + distinct(func(r *inferencex.Row) string { return r.Backend }) + " (or all)"}
 	}

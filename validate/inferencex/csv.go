@@ -284,4 +284,3 @@ func (p *rowParser) parse() Row {
 	row.TPOTms = p.ms(33)
 	return row
 }
-func shortModel(m string) string { return m[strings.LastIndex(m, "/")+1:] }

@@ -445,7 +445,8 @@ type Filter struct {
 	Hardware string `json:"hardware"`
 }
 
-func (f Filter) keep(row *Row) bool {
+// Keep reports whether f selects row.
+func (f Filter) Keep(row *Row) bool {
 	if f.Model != "" && !strings.Contains(strings.ToLower(row.ModelPath), strings.ToLower(f.Model)) {
 		// An alias such as llama-3.1-70b names the same catalog entry.
 		want, err1 := catalog.LookupModel(f.Model)
@@ -477,7 +478,7 @@ func Select(rows []Row, f Filter, opts MapOptions) Selection {
 	dups := Duplicates(rows)
 	for i := range rows {
 		row := &rows[i]
-		if !f.keep(row) {
+		if !f.Keep(row) {
 			sel.Filtered++
 			continue
 		}

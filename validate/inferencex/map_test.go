@@ -106,7 +106,7 @@ func TestFilter(t *testing.T) {
 	count := func(f Filter) int {
 		n := 0
 		for i := range rows {
-			if f.keep(&rows[i]) {
+			if f.Keep(&rows[i]) {
 				n++
 			}
 		}

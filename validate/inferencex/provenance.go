@@ -84,6 +84,9 @@ func (r *Row) PrecisionText() string {
 	return r.Precision
 }
 
+// shortModel is a model_path without its organisation ("Llama-3.1-70B").
+func shortModel(m string) string { return m[strings.LastIndex(m, "/")+1:] }
+
 // Label names the deployment a row belongs to on a page's list of sets
 // that cannot be scored: "Llama-3.1-70B fp8 on h100_sxm".
 func (r *Row) Label() string {
@@ -179,10 +182,10 @@ func Provenance(plans []*Plan) ([]score.ProvRow, []string) {
 	switch {
 	case slices.Contains(versions, "unstated"):
 		er.Verdict = score.Unstated
-	case len(versions) == 1 && (versions[0] == score.EngineVersion || strings.HasPrefix(versions[0], score.EngineVersion+".")):
+	case len(versions) == 1 && score.EngineMatches(versions[0]):
 		er.Verdict = score.Match
 	default:
-		er.Verdict, er.Note = score.Mismatch, "BLIS prices one engine behaviour; the scheduler of other releases is not modelled"
+		er.Verdict, er.Note = score.Mismatch, score.EngineMismatchNote
 	}
 	rows = append(rows, er)
 

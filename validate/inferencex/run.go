@@ -10,7 +10,6 @@ package inferencex
 
 import (
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"blis/cluster"
 	"blis/metrics"
+	"blis/validate/internal/parallel"
 	"blis/validate/score"
 )
 
@@ -127,35 +127,17 @@ func Validate(file string, rows []Row, opts Options) (*Report, error) {
 
 	preds := make([]Prediction, len(plans))
 	errs := make([]*Skip, len(plans))
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	jobs = min(jobs, max(1, len(plans)))
-	next := make(chan int)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				preds[i], errs[i] = Simulate(plans[i])
-				if opts.Progress != nil {
-					mu.Lock()
-					done++
-					opts.Progress(done, len(plans))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range plans {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel.Each(opts.Jobs, len(plans), func(i int) {
+		preds[i], errs[i] = Simulate(plans[i])
+		if opts.Progress != nil {
+			mu.Lock()
+			done++
+			opts.Progress(done, len(plans))
+			mu.Unlock()
+		}
+	})
 
 	rep := &Report{File: file, Statistic: opts.Statistic, Options: opts, Total: sel.Total, Filtered: sel.Filtered}
 	var ok []*Plan

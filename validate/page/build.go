@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,11 +42,7 @@ type Options struct {
 
 // Build computes a manifest's page.
 func Build(m *Manifest, opts Options) (*Page, error) {
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	b := &builder{m: m, jobs: jobs, csv: map[string][]inferencex.Row{}, hashed: map[string]bool{}, probes: opts.Probes}
+	b := &builder{m: m, jobs: opts.Jobs, csv: map[string][]inferencex.Row{}, hashed: map[string]bool{}, probes: opts.Probes}
 	pg := &Page{Name: m.Name, Title: m.Title, Description: m.Description, BLISVersion: opts.Version,
 		Manifest: filepath.ToSlash(m.File), TolerancePP: m.TolerancePP, VerdictRule: score.VerdictRule}
 	if pg.BLISVersion == "" {
@@ -234,7 +229,7 @@ func (b *builder) fileArm(ai int, a *Arm) (*ArmPage, error) {
 		lp.KVTokens = x.res.Memory.KVTokens
 		if len(x.run.Requests) > 0 {
 			mReqs := score.ReqsFromMeasured(x.run)
-			bReqs := score.ReqsFromResult(x.result, turnsOf(x.result))
+			bReqs := score.ReqsFromResult(x.result)
 			lp.SetValues(score.RecordValues(mReqs), score.RecordValues(bReqs))
 			po, err := score.PairRequests(mReqs, bReqs, a.PairBy)
 			if err != nil {
@@ -380,10 +375,10 @@ func fileProvenance(a *Arm, s *scenario.Scenario, res *scenario.Resolved, reject
 	} else {
 		v := strings.TrimPrefix(ev.Value, "v")
 		er.Measured, er.Source = v, ev.Source
-		if v == score.EngineVersion || strings.HasPrefix(v, score.EngineVersion+".") {
+		if score.EngineMatches(v) {
 			er.Verdict = score.Match
 		} else {
-			er.Verdict, er.Note = score.Mismatch, "BLIS prices one engine behaviour; the scheduler of other releases is not modelled"
+			er.Verdict, er.Note = score.Mismatch, score.EngineMismatchNote
 		}
 		if log != nil && log.Version != "" && strings.TrimPrefix(log.Version, "v") != v {
 			er.Note = strings.TrimSpace(er.Note + fmt.Sprintf(" server log says %s (line %d)", log.Version, log.VersionLine))

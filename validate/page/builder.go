@@ -8,19 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 
 	"blis/cluster"
 	"blis/metrics"
 	"blis/scenario"
 	"blis/validate/inferencex"
+	"blis/validate/internal/parallel"
 	"blis/validate/score"
 )
 
 type builder struct {
 	m      *Manifest
-	jobs   int
+	jobs   int // Options.Jobs
 	csv    map[string][]inferencex.Row
 	inputs []InputFile
 	hashed map[string]bool
@@ -76,25 +75,7 @@ func (b *builder) inputErr(line int, key, value string, err error) error {
 }
 
 // parallel runs f(0..n-1) on b.jobs workers.
-func (b *builder) parallel(n int, f func(i int)) {
-	jobs := min(b.jobs, max(1, n))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-}
+func (b *builder) parallel(n int, f func(i int)) { parallel.Each(b.jobs, n, f) }
 
 // fileLevel is one simulated level of a file arm.
 type fileLevel struct {
@@ -103,24 +84,6 @@ type fileLevel struct {
 	res    *scenario.Resolved
 	result *metrics.Result
 	simErr error
-}
-
-// turnsOf gives each of r's requests its session and turn.
-func turnsOf(r *metrics.Result) func(int64) (string, int, bool) {
-	t := map[int64]*metrics.RequestResult{}
-	for i := range r.Requests {
-		if q := &r.Requests[i]; q.Session != 0 {
-			t[q.Index] = q
-		}
-	}
-	return func(i int64) (string, int, bool) {
-		if q, ok := t[i]; ok {
-			return strconv.FormatUint(q.Session, 10), q.Turn, true
-		}
-		// BLIS's exports write a request outside any session as its own
-		// conversation, numbered by its index, turn 0.
-		return strconv.FormatInt(i, 10), 0, true
-	}
 }
 
 // simulateLevel resolves and runs one level. A panic inside the simulator
@@ -162,20 +125,7 @@ func simulateLevel(x *fileLevel) {
 // the page computes it: from records where the measured run has them.
 func fileBLISValues(x *fileLevel) score.Values {
 	if len(x.run.Requests) > 0 {
-		return score.RecordValues(score.ReqsFromResult(x.result, turnsOf(x.result)))
+		return score.RecordValues(score.ReqsFromResult(x.result))
 	}
 	return score.ResultValues(x.result)
-}
-
-// fileHeadline is BLIS's side of every level of a file arm as the page
-// scored it (NaN where the level failed).
-func fileHeadline(lv []fileLevel) []score.Values {
-	headline := make([]score.Values, len(lv))
-	for i := range lv {
-		headline[i] = score.NoValues()
-		if lv[i].simErr == nil && lv[i].result != nil {
-			headline[i] = fileBLISValues(&lv[i])
-		}
-	}
-	return headline
 }

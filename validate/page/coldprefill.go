@@ -85,7 +85,7 @@ func simulateFirst(sc scenario.Scenario) (q score.Req, err error) {
 	if err != nil {
 		return q, err
 	}
-	reqs := score.ReqsFromResult(rec.Summarize(metrics.SummaryInput{Duration: out.Duration}), nil)
+	reqs := score.ReqsFromResult(rec.Summarize(metrics.SummaryInput{Duration: out.Duration}))
 	if len(reqs) != 1 {
 		return q, errors.New("the workload has no first request")
 	}
@@ -137,7 +137,7 @@ func (b *builder) coldPrefill(ai int, a *Arm, ap *ArmPage, lv []fileLevel) error
 			bq = q
 		default:
 			cp.What = fmt.Sprintf("first benchmark request after %d warm-ups (not in the measured file; the prefix cache may hold the warm-ups' prompt)", x.sc.NumWarmups)
-			breqs := score.ReqsFromResult(x.result, nil)
+			breqs := score.ReqsFromResult(x.result)
 			bi := FirstCold(breqs)
 			if bi < 0 {
 				cp.Note = "BLIS's first benchmark request did not run its prefill alone"

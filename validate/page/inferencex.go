@@ -2,6 +2,7 @@ package page
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -84,11 +85,6 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	ap := &ArmPage{Name: a.Name, Label: a.Label, Kind: "inferencex", LevelKey: "max-concurrency"}
 	csvRel := b.rel(b.m.Path(sel.CSV))
 	dups := 0
-	type group struct {
-		set, needed string
-		n           int
-	}
-	var groups []*group
 	for _, sk := range s.Skipped {
 		if !ixKeep(sel, sk.Row, nil) {
 			continue
@@ -98,25 +94,16 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 			dups++
 			continue
 		}
-		if !inferencex.CannotScore(sk.Reason) {
-			continue
+		if inferencex.CannotScore(sk.Reason) {
+			ap.Unscored = addUnscored(ap.Unscored, sk.Row.Label()+": "+sk.Reason, inferencex.Needed(sk.Reason, sk.Detail))
 		}
-		set := sk.Row.Label() + ": " + sk.Reason
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.set == set })
-		if i < 0 {
-			groups = append(groups, &group{set: set, needed: inferencex.Needed(sk.Reason, sk.Detail)})
-			i = len(groups) - 1
-		}
-		groups[i].n++
-	}
-	for _, g := range groups {
-		ap.Unscored = append(ap.Unscored, score.Unscored{Set: g.set, Rows: g.n, Needed: g.needed})
 	}
 
 	preds := make([]inferencex.Prediction, len(plans))
 	fails := make([]*inferencex.Skip, len(plans))
 	b.parallel(len(plans), func(i int) { preds[i], fails[i] = inferencex.Simulate(plans[i]) })
 
+	levels := make([]LevelPage, 0, len(plans))
 	for i, p := range plans {
 		covered[b.m.Path(sel.CSV)+"#"+strconv.Itoa(p.Row.Line)] = true
 		lp := LevelPage{Series: fmt.Sprintf("TP%d %d/%d", p.Row.Agg.TP, p.Row.ISL, p.Row.OSL), Level: score.Num(p.Concurrency),
@@ -137,21 +124,23 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 			}
 		}
 		lp.SetValues(meas, blis)
-		ap.Levels = append(ap.Levels, lp)
+		levels = append(levels, lp)
 	}
-	// Levels in series order, then by concurrency (file order breaks ties).
-	slices.SortStableFunc(ap.Levels, func(x, y LevelPage) int {
-		if c := compareSeries(x.Series, y.Series); c != 0 {
+	// Levels in series order, then by concurrency (file order breaks ties):
+	// level li is the row of plans[planOf[li]].
+	planOf := make([]int, len(plans))
+	for i := range planOf {
+		planOf[i] = i
+	}
+	slices.SortStableFunc(planOf, func(i, j int) int {
+		if c := compareSeries(levels[i].Series, levels[j].Series); c != 0 {
 			return c
 		}
-		switch {
-		case x.Level < y.Level:
-			return -1
-		case x.Level > y.Level:
-			return 1
-		}
-		return 0
+		return cmp.Compare(levels[i].Level, levels[j].Level)
 	})
+	for _, pi := range planOf {
+		ap.Levels = append(ap.Levels, levels[pi])
+	}
 	ap.Population = Population(ap.Levels)
 	ap.Inputs = []string{fmt.Sprintf("InferenceX rows of %s: model %s, chip %s, precision %s, recipe %s, backend %s (%d rows%s)",
 		csvRel, sel.Model, sel.Hardware, orAny(sel.Precision), orAny(sel.Recipe), sel.Backend, len(plans), dupText(dups+nearDups))}
@@ -164,7 +153,7 @@ func (b *builder) ixArm(ai int, a *Arm, covered map[string]bool) (*ArmPage, erro
 	}
 	ap.Deployment = inferencex.Deployment(plans)
 	ap.Provenance, ap.Notes = inferencex.Provenance(plans)
-	b.ixProbes(a, ap, plans, preds, fails) // probes.go
+	b.ixProbes(a, ap, plans, planOf) // probes.go
 	scored := 0
 	for _, f := range fails {
 		if f == nil {
@@ -221,37 +210,32 @@ func (b *builder) ixUnscored(sel *IXSelect, covered map[string]bool) ([]score.Un
 		return nil, err
 	}
 	s := inferencex.Select(rows, inferencex.Filter{Model: sel.Model, Hardware: sel.Hardware}, inferencex.MapOptions{Backend: sel.Backend, EPAsTP: true})
-	type group struct {
-		set, needed string
-		n           int
-	}
-	var groups []*group
-	add := func(row *inferencex.Row, reason, needed string) {
-		set := row.Label() + ": " + reason
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.set == set })
-		if i < 0 {
-			groups = append(groups, &group{set: set, needed: needed})
-			i = len(groups) - 1
-		}
-		groups[i].n++
-	}
+	var out []score.Unscored
 	for _, sk := range s.Skipped {
 		if !ixKeep(sel, sk.Row, nil) || !inferencex.CannotScore(sk.Reason) || covered[b.m.Path(sel.CSV)+"#"+strconv.Itoa(sk.Row.Line)] {
 			continue
 		}
-		add(sk.Row, sk.Reason, inferencex.Needed(sk.Reason, sk.Detail))
+		out = addUnscored(out, sk.Row.Label()+": "+sk.Reason, inferencex.Needed(sk.Reason, sk.Detail))
 	}
 	for _, p := range s.Plans {
 		if !ixKeep(sel, p.Row, p.Recipe) || covered[b.m.Path(sel.CSV)+"#"+strconv.Itoa(p.Row.Line)] {
 			continue
 		}
-		add(p.Row, "simulable, but no arm of this page selects it", "an arm in the manifest (recipe "+p.Recipe.Key+")")
-	}
-	var out []score.Unscored
-	for _, g := range groups {
-		out = append(out, score.Unscored{Set: g.set, Rows: g.n, Needed: g.needed})
+		out = addUnscored(out, p.Row.Label()+": simulable, but no arm of this page selects it", "an arm in the manifest (recipe "+p.Recipe.Key+")")
 	}
 	return out, nil
+}
+
+// addUnscored counts one row into its set of list, adding the set (with
+// what scoring it needs) at its first row.
+func addUnscored(list []score.Unscored, set, needed string) []score.Unscored {
+	i := slices.IndexFunc(list, func(u score.Unscored) bool { return u.Set == set })
+	if i < 0 {
+		list = append(list, score.Unscored{Set: set, Needed: needed})
+		i = len(list) - 1
+	}
+	list[i].Rows++
+	return list
 }
 
 // nearRepeat reports whether two rows are one measurement: the same

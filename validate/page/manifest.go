@@ -2,6 +2,7 @@ package page
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -550,15 +551,7 @@ func (p *mparser) arm(n *yaml.Node, path string) Arm {
 		return a
 	}
 	// Every level value must suit the level key, and appear once.
-	slices.SortStableFunc(a.Levels, func(x, y Level) int {
-		switch {
-		case x.Value < y.Value:
-			return -1
-		case x.Value > y.Value:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(a.Levels, func(x, y Level) int { return cmp.Compare(x.Value, y.Value) })
 	for i, l := range a.Levels {
 		if err := trySet(a.LevelKey, l.Text); err != nil {
 			p.err = p.errf(l.Line, join(path, "levels"), l.Text, fmt.Sprintf("not a value of %s: %v", a.LevelKey, err))

@@ -126,6 +126,17 @@ func (l *LevelPage) SetValues(meas, blis score.Values) {
 	}
 }
 
+// blisValues is BLIS's side of each level as the page scored it (NaN where
+// the level failed): the headline run that probes and sensitivity runs
+// are compared with.
+func blisValues(levels []LevelPage) []score.Values {
+	out := make([]score.Values, len(levels))
+	for i := range levels {
+		out[i] = levels[i].blis
+	}
+	return out
+}
+
 // Population computes the statistics of each metric stated on both sides
 // at some level.
 func Population(levels []LevelPage) []MetricPop {

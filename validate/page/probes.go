@@ -477,7 +477,7 @@ func (b *builder) fileProbes(a *Arm, ap *ArmPage, lv []fileLevel) {
 	if spec.Mode == ProbesOff || spec.Mode == "" {
 		return
 	}
-	headline := fileHeadline(lv)
+	headline := blisValues(ap.Levels)
 	targets := probeTargets(ap.Provenance, spec)
 	resolve := func(i int, name, value string) (*scenario.Scenario, *scenario.Resolved, error) {
 		s := lv[i].sc
@@ -510,30 +510,12 @@ func (b *builder) fileProbes(a *Arm, ap *ArmPage, lv []fileLevel) {
 // ixProbes re-checks an InferenceX arm's gaps. An assumed recipe argument
 // varies only on the rows that assume it; the others keep the stated
 // value.
-func (b *builder) ixProbes(a *Arm, ap *ArmPage, plans []*inferencex.Plan, preds []inferencex.Prediction, fails []*inferencex.Skip) {
+func (b *builder) ixProbes(a *Arm, ap *ArmPage, plans []*inferencex.Plan, planOf []int) {
 	spec := b.armProbeSpec(a)
 	if spec.Mode == ProbesOff || spec.Mode == "" {
 		return
 	}
-	// Map each page level (sorted by series) back to its plan by the
-	// source ixArm wrote: the CSV row.
-	csvRel := b.rel(b.m.Path(a.InferenceX.CSV))
-	bySource := map[string]int{}
-	for i, p := range plans {
-		bySource[fmt.Sprintf("%s line %d (%s)", csvRel, p.Row.Line, p.Row.ID)] = i
-	}
-	planOf := make([]int, len(ap.Levels))
-	headline := make([]score.Values, len(ap.Levels))
-	for li, l := range ap.Levels {
-		planOf[li] = -1
-		headline[li] = score.NoValues()
-		if pi, ok := bySource[l.Source]; ok {
-			planOf[li] = pi
-		}
-		if pi := planOf[li]; pi >= 0 && fails[pi] == nil {
-			headline[li][score.MTTFTMean], headline[li][score.MTPOTMean] = preds[pi].TTFTMeanMs, preds[pi].TPOTMeanMs
-		}
-	}
+	headline := blisValues(ap.Levels)
 	targets := probeTargets(ap.Provenance, spec)
 	for ti := range targets {
 		t := &targets[ti]
@@ -541,21 +523,16 @@ func (b *builder) ixProbes(a *Arm, ap *ArmPage, plans []*inferencex.Plan, preds 
 			continue
 		}
 		t.applies = make([]bool, len(ap.Levels))
+		recipeKey, _, multi := strings.Cut(t.label, ": ")
 		for li := range ap.Levels {
-			if pi := planOf[li]; pi >= 0 {
-				recipeKey, _, multi := strings.Cut(t.label, ": ")
-				if x, ok := plans[pi].Arg(t.setting); ok && x.Assumed && (!multi || plans[pi].Recipe.Key == recipeKey) {
-					t.applies[li] = true
-				}
+			p := plans[planOf[li]]
+			if x, ok := p.Arg(t.setting); ok && x.Assumed && (!multi || p.Recipe.Key == recipeKey) {
+				t.applies[li] = true
 			}
 		}
 	}
 	plan := func(li int, name, value string) (*inferencex.Plan, error) {
-		pi := planOf[li]
-		if pi < 0 {
-			return nil, fmt.Errorf("no plan")
-		}
-		p := *plans[pi]
+		p := *plans[planOf[li]]
 		p.Scenario.MetricPercentiles = slices.Clone(p.Scenario.MetricPercentiles)
 		if value != "" {
 			if err := setKey(&p.Scenario, name, value); err != nil {

@@ -21,7 +21,7 @@ func (b *builder) fileSensitivity(a *Arm, ap *ArmPage, lv []fileLevel) {
 	if len(a.Sensitivity) == 0 {
 		return
 	}
-	headline := fileHeadline(lv)
+	headline := blisValues(ap.Levels)
 	ms := probeMetrics(ap.Levels)
 	type job struct{ r, l int }
 	var jobs []job

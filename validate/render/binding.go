@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,22 +40,6 @@ func full(x score.Num) string {
 	return strconv.FormatFloat(f, 'f', max(0, d), 64)
 }
 
-// diffPct is a signed difference in percent with three decimals.
-func diffPct(x score.Num) string {
-	f := x.F()
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "--"
-	}
-	s := strconv.FormatFloat(f, 'f', 3, 64)
-	if s == "-0.000" {
-		s = "0.000"
-	}
-	if !strings.HasPrefix(s, "-") {
-		s = "+" + s
-	}
-	return s + "%"
-}
-
 // pairLevelText is a paired level's cell, flagged when not bound.
 func pairLevelText(l score.PairLevel) string {
 	if l.NotBound {
@@ -67,12 +52,7 @@ func writeBinding(m *mdw, pg *page.Page) {
 	m.p("\n## Binding measured records to published numbers\n\n")
 	m.p("Where a level's measured input has both per-request records and the tool's published aggregates, every aggregate below is recomputed from the records with the tool's own formulas before any request is paired. A row is BOUND when the recomputed value is within %s%% of the published one (or half the file's last printed decimal, when that is larger); a level is BOUND when every row is. An UNBOUND level is still scored, and its pairs are marked \"not bound\".\n\n",
 		strconv.FormatFloat(score.BindTolerancePct, 'f', -1, 64))
-	any := false
-	for _, a := range pg.Arms {
-		if len(a.Binding) > 0 {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return len(a.Binding) > 0 })
 	if !any {
 		m.p("No arm's measured input has both per-request records and published aggregates BLIS can recompute, so nothing is bound.\n")
 		return
@@ -103,7 +83,7 @@ func writeBinding(m *mdw, pg *page.Page) {
 		m.head("level", "metric", "unit", "published", "recomputed", "difference", "verdict")
 		for _, lb := range a.Binding {
 			for _, r := range lb.Rows {
-				m.row(lb.Text, r.Metric, r.Unit, full(r.Published), full(r.Recomputed), diffPct(r.DiffPct), r.Verdict)
+				m.row(lb.Text, r.Metric, r.Unit, full(r.Published), full(r.Recomputed), signedPct(r.DiffPct, 3), r.Verdict)
 			}
 		}
 	}
@@ -125,12 +105,7 @@ func upperFirst(s string) string {
 
 func writeColdPrefill(m *mdw, pg *page.Page) {
 	m.p("Cold full prefill: the first request of the run (the warm-up primer where the measured file keeps warm-ups) at the lowest level where it ran its prefill with an empty prefix cache and nothing else in flight; BLIS's side is that level's first request replayed alone.\n\n")
-	any := false
-	for _, a := range pg.Arms {
-		if a.ColdPrefill != nil {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return a.ColdPrefill != nil })
 	if any {
 		m.head("arm", "level", "request", "measured TTFT ms", "BLIS TTFT ms", "TTFT", "note")
 		for _, a := range pg.Arms {

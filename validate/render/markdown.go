@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -123,12 +124,7 @@ func rowsText(n int) string {
 func writePairs(m *mdw, pg *page.Page) {
 	m.p("\n## Output metrics: ITL on paired requests\n\n")
 	m.p("Median per-request error over pairs: the same request on both sides. Solo: nothing else in flight on either side. Same in-flight: in-flight counts (time-weighted over the request, rounded) equal ±1. Levels with fewer than %d solo pairs are omitted.\n\n", score.MinSoloPairs)
-	any := false
-	for _, a := range pg.Arms {
-		if a.Pairing != nil {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return a.Pairing != nil })
 	if any {
 		m.head("arm", "level", "solo pairs", "ITL solo", "same-in-flight pairs", "ITL same in flight", "request latency solo")
 		for _, a := range pg.Arms {
@@ -235,12 +231,7 @@ func writePopulation(m *mdw, pg *page.Page, ttft bool) {
 
 func writeTTFT(m *mdw, pg *page.Page) {
 	m.p("\n## TTFT\n\n")
-	any := false
-	for _, a := range pg.Arms {
-		if a.Pairing != nil {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return a.Pairing != nil })
 	if any {
 		m.p("Paired solo TTFT (median per-request error):\n\n")
 		m.head("arm", "level", "solo pairs", "TTFT solo")
@@ -262,12 +253,7 @@ func writeTTFT(m *mdw, pg *page.Page) {
 
 func writeKV(m *mdw, pg *page.Page) {
 	m.p("\n## KV pool\n\nBLIS's KV-cache pool in tokens divided by the pool vLLM logged at start-up for the same deployment (1.00 is exact).\n\n")
-	any := false
-	for _, a := range pg.Arms {
-		if a.KV != nil {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return a.KV != nil })
 	if any {
 		m.head("arm", "BLIS tokens", "vLLM logged tokens", "BLIS / vLLM-logged", "log line")
 		for _, a := range pg.Arms {

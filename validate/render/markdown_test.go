@@ -110,6 +110,7 @@ func TestRenderGolden(t *testing.T) {
 func TestFormatting(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{pct(score.Num(6.66)), "+6.7%"}, {pct(score.Num(-0.04)), "+0.0%"}, {pct(score.NaN()), "--"}, {pct(score.Num(math.Inf(1))), "--"},
+		{signedPct(score.Num(-0.0123), 3), "-0.012%"}, {signedPct(score.Num(-0.0004), 3), "+0.000%"}, {signedPct(score.Num(2), 3), "+2.000%"},
 		{value(score.Num(1234.6)), "1235"}, {value(score.Num(6.4961)), "6.496"},
 		{levelText(math.Inf(1)), "inf"}, {levelText(0.5), "0.5"}, {cell("a|b\nc"), `a\|b c`},
 	} {

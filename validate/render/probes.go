@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,12 +48,7 @@ func writeProbes(m *mdw, pg *page.Page) {
 	}
 	m.p("\n## Gap re-checks\n\n")
 	m.p("Each gap the provenance tables claim that BLIS can toggle (a removable MISMATCH, or an UNSTATED setting with candidate values), re-checked by paired BLIS probes of this build. %s\n\n", pg.ProbeRule)
-	any := false
-	for _, a := range pg.Arms {
-		if len(a.Probes) > 0 {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return len(a.Probes) > 0 })
 	if any {
 		m.head("arm", "gap", "provenance", "candidates", "levels varied", "empirical verdict", "detail")
 		for _, a := range pg.Arms {
@@ -145,14 +141,9 @@ func moveText(c page.ProbeCandidate, keys []string) string {
 // writeBrackets follows a population table: the low..high over the
 // candidates of unstated settings.
 func writeBrackets(m *mdw, pg *page.Page, ttft bool) {
-	any := false
-	for _, a := range pg.Arms {
-		for _, br := range a.Brackets {
-			if br.TTFT == ttft {
-				any = true
-			}
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool {
+		return slices.ContainsFunc(a.Brackets, func(br page.Bracket) bool { return br.TTFT == ttft })
+	})
 	if !any {
 		return
 	}
@@ -172,12 +163,7 @@ func writeBrackets(m *mdw, pg *page.Page, ttft bool) {
 
 // writeSensitivity writes the arms' sensitivity runs in their own section.
 func writeSensitivity(m *mdw, pg *page.Page) {
-	any := false
-	for _, a := range pg.Arms {
-		if len(a.Sensitivity) > 0 {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return len(a.Sensitivity) > 0 })
 	if !any {
 		return
 	}
@@ -200,19 +186,11 @@ func writeSensitivity(m *mdw, pg *page.Page) {
 			}
 			m.head(head...)
 			for _, l := range s.Levels {
-				row := []string{l.Text}
 				if l.Failed != "" {
-					m.row(append(row, "--")...)
+					m.row(l.Text, "--")
 					continue
 				}
-				for _, k := range ms {
-					if v, ok := l.Errors[k.Info().Key]; ok {
-						row = append(row, pct(v))
-					} else {
-						row = append(row, "--")
-					}
-				}
-				m.row(row...)
+				m.row(errorCells([]string{l.Text}, l.Errors, ms)...)
 			}
 			m.p("\n")
 			m.head("metric", "MAPE % as replayed", "MAPE % sensitivity run", "signed mean sensitivity run")
@@ -231,12 +209,7 @@ func writeSensitivity(m *mdw, pg *page.Page) {
 // writeProbeLevels writes every probe candidate's signed errors per level
 // (the levels where the setting varied).
 func writeProbeLevels(m *mdw, pg *page.Page) {
-	any := false
-	for _, a := range pg.Arms {
-		if len(a.Probes) > 0 {
-			any = true
-		}
-	}
+	any := slices.ContainsFunc(pg.Arms, func(a *page.ArmPage) bool { return len(a.Probes) > 0 })
 	if !any {
 		return
 	}
@@ -257,17 +230,22 @@ func writeProbeLevels(m *mdw, pg *page.Page) {
 					if l.Stated || l.Failed != "" {
 						continue
 					}
-					row := []string{a.Label, p.Setting, c.Value, orDash(l.Series), l.Text}
-					for _, k := range ms {
-						if v, ok := l.Errors[k.Info().Key]; ok {
-							row = append(row, pct(v))
-						} else {
-							row = append(row, "--")
-						}
-					}
-					m.row(row...)
+					m.row(errorCells([]string{a.Label, p.Setting, c.Value, orDash(l.Series), l.Text}, l.Errors, ms)...)
 				}
 			}
 		}
 	}
+}
+
+// errorCells appends a level's signed error of each metric of ms to row
+// ("--" where the level does not compare it).
+func errorCells(row []string, errs map[string]score.Num, ms []score.Metric) []string {
+	for _, k := range ms {
+		if v, ok := errs[k.Info().Key]; ok {
+			row = append(row, pct(v))
+		} else {
+			row = append(row, "--")
+		}
+	}
+	return row
 }

@@ -15,14 +15,15 @@ import (
 // and the dash of a missing value, the same bytes for the same page.
 
 // pct is a signed percentage ("+6.7%"), "--" when not computable.
-func pct(x score.Num) string {
-	f := float64(x)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "--"
-	}
-	s := strconv.FormatFloat(f, 'f', 1, 64)
-	if s == "-0.0" {
-		s = "0.0"
+func pct(x score.Num) string { return signedPct(x, 1) }
+
+// signedPct is a signed percentage with d decimals, "--" when not
+// computable; one that rounds to zero is "+0.0%" (Num.Fixed drops the
+// minus of a rounded zero).
+func signedPct(x score.Num, d int) string {
+	s := x.Fixed(d)
+	if s == "--" {
+		return s
 	}
 	if !strings.HasPrefix(s, "-") {
 		s = "+" + s

@@ -1,7 +1,6 @@
 package score
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -134,19 +133,16 @@ func ReqsFromMeasured(run *metrics.MeasuredRun) []Req {
 
 // ReqsFromResult converts BLIS's per-request results (ITLs only when the
 // recorder was Detailed), in completion order, as BLIS's exports and the
-// tools they mirror list requests. turns, when set, gives a request's
-// session and turn.
-func ReqsFromResult(r *metrics.Result, turns func(index int64) (session string, turn int, ok bool)) []Req {
+// tools they mirror list requests. A request's session and turn are its
+// result's; BLIS's exports write a request outside any session as its own
+// conversation, so it is one here too: numbered by its index, turn 0.
+func ReqsFromResult(r *metrics.Result) []Req {
 	out := make([]Req, len(r.Requests))
-	inSeq := slices.Clone(r.Requests)
-	slices.SortStableFunc(inSeq, func(a, b metrics.RequestResult) int { return cmp.Compare(a.Seq, b.Seq) })
-	for i, q := range inSeq {
-		out[i] = Req{ID: strconv.FormatInt(q.Index, 10), Start: int64(q.Start), End: int64(q.End), OK: q.Success,
-			InputTokens: q.InputTokens, OutputTokens: q.OutputTokens, TTFT: q.TTFT, ITLs: q.ITLs}
-		if turns != nil {
-			if s, t, ok := turns(q.Index); ok {
-				out[i].Session, out[i].Turn = s, t
-			}
+	for i, q := range r.InCompletionOrder() {
+		out[i] = Req{ID: strconv.FormatInt(q.Index, 10), Session: strconv.FormatInt(q.Index, 10), Start: int64(q.Start), End: int64(q.End),
+			OK: q.Success, InputTokens: q.InputTokens, OutputTokens: q.OutputTokens, TTFT: q.TTFT, ITLs: q.ITLs}
+		if q.Session != 0 {
+			out[i].Session, out[i].Turn = strconv.FormatUint(q.Session, 10), q.Turn
 		}
 	}
 	return out

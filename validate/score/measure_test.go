@@ -80,3 +80,17 @@ func TestAggregateValuesInferencePerf(t *testing.T) {
 		t.Errorf("TTFT mean %v ms, file %v s", v[MTTFTMean], ttft.Value)
 	}
 }
+
+// BLIS's requests come in completion order; a request in a session keeps
+// its session and turn, one outside any is a conversation of its own.
+func TestReqsFromResultSessions(t *testing.T) {
+	r := &metrics.Result{Requests: []metrics.RequestResult{
+		{Index: 0, Seq: 1, Session: 7, Turn: 2},
+		{Index: 1, Seq: 0},
+	}}
+	got := ReqsFromResult(r)
+	if len(got) != 2 || got[0].ID != "1" || got[0].Session != "1" || got[0].Turn != 0 ||
+		got[1].ID != "0" || got[1].Session != "7" || got[1].Turn != 2 {
+		t.Errorf("%+v", got)
+	}
+}

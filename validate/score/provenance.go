@@ -1,6 +1,9 @@
 package score
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Provenance: how faithfully BLIS's replay matches the measured run,
 // setting by setting, before any error is read. A setting is MATCH when
@@ -38,6 +41,15 @@ const EngineVersion = "0.11"
 
 // EngineVersionText is BLIS's side of the engine-version row.
 const EngineVersionText = "vLLM v1 core after v0.11 (engine/engine.go)"
+
+// EngineMismatchNote is the note of an engine-version MISMATCH.
+const EngineMismatchNote = "BLIS prices one engine behaviour; the scheduler of other releases is not modelled"
+
+// EngineMatches reports whether a measured vLLM version (no leading "v")
+// is EngineVersion's minor release, so its engine-version row is a MATCH.
+func EngineMatches(v string) bool {
+	return v == EngineVersion || strings.HasPrefix(v, EngineVersion+".")
+}
 
 // ProvRow is one setting of an arm.
 type ProvRow struct {

@@ -20,3 +20,13 @@ func TestArmVerdictRule(t *testing.T) {
 		}
 	}
 }
+
+func TestEngineMatches(t *testing.T) {
+	for v, want := range map[string]bool{
+		EngineVersion: true, EngineVersion + ".2": true, EngineVersion + "0": false, EngineVersion + "rc1": false, "0.10.2": false, "": false,
+	} {
+		if got := EngineMatches(v); got != want {
+			t.Errorf("EngineMatches(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
