@@ -152,3 +152,17 @@ func (r *Request) Reset() {
 	}
 	*r = Request{Prompt: prompt, kv: reqGroup{blocks: blocks}, kvMore: more, hashes: hashes}
 }
+
+// PromptBlockHashes appends to dst the chained hashes of the full blocks of
+// prompt at blockSize, exactly as an engine with that block size names them
+// in its prefix cache (and in the KV events it reports). A router indexing
+// prefixes uses it, so its index and the engines' caches agree on identity.
+func PromptBlockHashes(dst []uint64, prompt []workload.Segment, blockSize int) []uint64 {
+	n := 0
+	for _, s := range prompt {
+		n += s.Len
+	}
+	r := Request{Prompt: prompt, hashes: dst}
+	r.extendHashes(n-n%blockSize, blockSize)
+	return r.hashes
+}
