@@ -29,8 +29,8 @@ const (
 // Endpoint describes one model server (one replica, all its DP ranks
 // behind one address) the router may send to.
 type Endpoint struct {
-	Name   string            // "<pool>-<i>", unique in the run
-	Pool   string            // the pool (model-server deployment) it belongs to
+	Name   string // "<pool>-<i>", unique in the run
+	Pool   string // the pool (model-server deployment) it belongs to
 	Role   Role
 	Labels map[string]string // pod labels; llm-d.ai/role is set from Role
 	// BlockSize is the engine's KV block size in tokens (what vLLM reports
