@@ -17,6 +17,7 @@ import (
 	"blis/engine"
 	"blis/kernel"
 	"blis/metrics"
+	"blis/router"
 	"blis/sim"
 	"blis/workload"
 )
@@ -46,8 +47,10 @@ const (
 	CacheBustSystemPrefix              // before everything, the system prompt included
 )
 
-// Config is one run against one vLLM deployment.
+// Config is one run: the benchmark client against the serving cluster.
 type Config struct {
+	// Engine, Pricer, DataParallel and Lockstep describe one vLLM
+	// deployment; with no Pools, the cluster is one replica of it.
 	Engine engine.Config
 	Pricer kernel.Pricer
 	// DataParallel is --data-parallel-size: that many engines of
@@ -56,6 +59,14 @@ type Config struct {
 	// (dp.go).
 	DataParallel int
 	Lockstep     bool
+	// Pools are the model-server deployments behind the router, each with
+	// its replicas (nil: one replica of Engine). Endpoints are numbered
+	// pool by pool, replica by replica, in this order.
+	Pools []Pool
+	// Router routes requests across the endpoints (nil: only valid with
+	// one endpoint, which gets every request).
+	Router router.Router
+
 	// MaxConcurrency is vllm bench's --max-concurrency: at most this many
 	// requests in flight (0 = no cap); in Lanes mode, the number of lanes.
 	MaxConcurrency int
@@ -126,6 +137,31 @@ type Config struct {
 	Progress func(done int64, now time.Duration)
 }
 
+// Pool is one model-server deployment: Replicas copies of one vLLM
+// deployment (each with its DP ranks), with one role.
+type Pool struct {
+	Name         string
+	Replicas     int
+	Role         router.Role
+	Labels       map[string]string
+	Engine       engine.Config
+	Pricer       kernel.Pricer
+	DataParallel int
+	Lockstep     bool
+}
+
+// ReplicaResult is one endpoint's share of the run.
+type ReplicaResult struct {
+	Name, Pool string
+	Role       router.Role
+	// Routed counts timed requests the router sent here; Completed those
+	// that completed here.
+	Routed, Completed int64
+	Engine            engine.Stats
+	StepTime          kernel.Breakdown // summed over its timed steps
+	TimedSteps        int64
+}
+
 // Result is what the run measured besides the per-request metrics.
 type Result struct {
 	Duration       time.Duration // timed phase: first send to last completion
@@ -157,6 +193,9 @@ type Result struct {
 	// phase's steps; TimedSteps counts them.
 	StepTime   kernel.Breakdown
 	TimedSteps int64
+	// Replicas is each endpoint's share, in endpoint order (one entry for a
+	// single replica).
+	Replicas []ReplicaResult
 	// Failures groups the timed requests that failed (refused by the
 	// engine, as vLLM's server answers HTTP 400; timed out) by the kind of
 	// reason, in order of first occurrence.
