@@ -26,6 +26,11 @@ func (r *Resolved) ClientConfig() cluster.Config {
 		FrontendLatency:       time.Duration(s.FrontendLatencyMs * float64(time.Millisecond)),
 		Reopen:                r.Reopen,
 	}
+	if len(r.Scenario.Pools) > 0 || r.Scenario.Replicas > 1 {
+		cfg.Pools = r.clusterPools()
+	}
+	// Resolve built one already, so this cannot fail.
+	cfg.Router, _ = r.NewRouter()
 	if s.Lanes() {
 		cfg.Mode = cluster.Lanes
 	}

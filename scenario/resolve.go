@@ -15,6 +15,7 @@ import (
 	"blis/engine"
 	"blis/kernel"
 	"blis/metrics"
+	"blis/router"
 	"blis/workload"
 )
 
@@ -34,6 +35,10 @@ type Resolved struct {
 	// Notes are INFO lines for stderr: settings accepted that change
 	// nothing in a simulation, fallbacks taken.
 	Notes []string
+	// Pools are the model-server pools behind the router (one, of this
+	// deployment, when the scenario has none).
+	Pools     []Pool
+	routerCfg *router.Config
 }
 
 // vLLM's batch defaults for `vllm serve` (OPENAI_API_SERVER usage context),
@@ -68,18 +73,56 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		return nil, err
 	}
 	r := &Resolved{Scenario: s, Notes: s.benchNotes()}
+	// With pools, each pool resolves its own deployment and the first
+	// stands for the run in reports (model, chip, KV size).
+	if len(s.Pools) == 0 {
+		if err := s.resolveServe(r); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.resolveCluster(); err != nil {
+		return nil, err
+	}
+
+	r.Random = workload.RandomSpec{
+		InputLen: s.RandomInputLen, OutputLen: s.RandomOutputLen,
+		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
+		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, DefaultNumPrompts),
+		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
+	}
+	if len(s.Load.Stages) > 0 {
+		// The stages set the count; vllm bench's default does not apply.
+		r.Random.NumPrompts = s.NumPrompts
+		if s.NumPrompts == 0 {
+			r.Random.NumPrompts = int(min(s.Load.Requests(), math.MaxInt32))
+		}
+	}
+	var err error
+	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+	if err := r.checkServesSomething(); err != nil {
+		workload.Close(r.Source)
+		return nil, err
+	}
+	return r, nil
+}
+
+// resolveServe binds s's `vllm serve` settings to the catalog: model, chip,
+// memory plan, step pricer and engine configuration, into r.
+func (s Scenario) resolveServe(r *Resolved) error {
 	var err error
 	if r.Model, err = catalog.LookupModel(s.Model); err != nil {
-		return nil, bad("model", s.Model, err.Error())
+		return bad("model", s.Model, err.Error())
 	}
 	if r.Chip, err = catalog.LookupChip(s.Hardware); err != nil {
-		return nil, bad("hardware", s.Hardware, err.Error())
+		return bad("hardware", s.Hardware, err.Error())
 	}
 	if err := s.checkRanges(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.checkBackend(); err != nil {
-		return nil, err
+		return err
 	}
 
 	big := r.Chip.MemBytes >= bigGPUBytes && !strings.HasPrefix(r.Chip.Name, "a100")
@@ -89,7 +132,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		maxLen = r.Model.MaxPositions
 	}
 	if maxLen > r.Model.MaxPositions && r.Model.MaxPositions > 0 {
-		return nil, bad("max-model-len", fmt.Sprint(maxLen), fmt.Sprintf(
+		return bad("max-model-len", fmt.Sprint(maxLen), fmt.Sprintf(
 			"larger than the model's max_position_embeddings %d", r.Model.MaxPositions))
 	}
 	if mnbt == 0 {
@@ -116,10 +159,10 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		if s.MaxNumBatchedTokens == 0 {
 			key, v = "max-num-seqs", mns // the token budget is vLLM's default
 		}
-		return nil, bad(key, fmt.Sprint(v), fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d)", mnbt, mns))
+		return bad(key, fmt.Sprint(v), fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d)", mnbt, mns))
 	}
 	if !s.EnableChunkedPrefill && mnbt < maxLen {
-		return nil, bad("max-num-batched-tokens", fmt.Sprint(mnbt), fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). "+
+		return bad("max-num-batched-tokens", fmt.Sprint(mnbt), fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). "+
 			"This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "+
 			"Please increase max_num_batched_tokens or decrease max_model_len (or enable chunked prefill).", mnbt, maxLen))
 	}
@@ -135,7 +178,7 @@ func (s Scenario) Resolve() (*Resolved, error) {
 
 	cc, err := parseCompilationConfig(s.CompilationConfig)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	capSize := s.MaxCUDAGraphCaptureSize
 	if cc.MaxCaptureSize > 0 {
@@ -152,11 +195,11 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		MoEBackend: s.MoEBackend,
 	}
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
-		return nil, &InputError{Msg: err.Error()}
+		return &InputError{Msg: err.Error()}
 	}
 	var note string
 	if r.Pricer, note, err = newPricer(s.StepModel, r.Deployment); err != nil {
-		return nil, err
+		return err
 	}
 	if note != "" {
 		r.Notes = append(r.Notes, note)
@@ -173,30 +216,10 @@ func (s Scenario) Resolve() (*Resolved, error) {
 		AsyncScheduling:           s.AsyncScheduling,
 	}
 	if err := r.Engine.Validate(); err != nil {
-		return nil, &InputError{Msg: err.Error()}
+		return &InputError{Msg: err.Error()}
 	}
 
-	r.Random = workload.RandomSpec{
-		InputLen: s.RandomInputLen, OutputLen: s.RandomOutputLen,
-		RangeRatio: s.RandomRangeRatio, RangeStyle: s.RandomRangeStyle,
-		PrefixLen: s.RandomPrefixLen, NumPrompts: cmp.Or(s.NumPrompts, DefaultNumPrompts),
-		RequestRate: s.RequestRate, Burstiness: s.Burstiness,
-	}
-	if len(s.Load.Stages) > 0 {
-		// The stages set the count; vllm bench's default does not apply.
-		r.Random.NumPrompts = s.NumPrompts
-		if s.NumPrompts == 0 {
-			r.Random.NumPrompts = int(min(s.Load.Requests(), math.MaxInt32))
-		}
-	}
-	if r.Source, err = workload.Open(s.traceSpec(r.Random)); err != nil {
-		return nil, &InputError{Msg: err.Error()}
-	}
-	if err := r.checkServesSomething(); err != nil {
-		workload.Close(r.Source)
-		return nil, err
-	}
-	return r, nil
+	return nil
 }
 
 // checkServesSomething fails at start-up when the engine would refuse even

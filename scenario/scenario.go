@@ -105,6 +105,12 @@ type Scenario struct {
 	BenchmarkGracePeriod    float64 // seconds in-flight requests get after it; +Inf: all
 	RequestTimeoutSeconds   float64 // 0 = none
 
+	// cluster (replicas behind a router; scenario/pools.go)
+	Replicas     int        // model-server replicas of the deployment (--replicas)
+	Router       string     // a built-in router (router.Names()); "" = none for one endpoint, k8s-service for more
+	RouterConfig string     // llm-d EndpointPickerConfig (or a values file embedding one)
+	Pools        []PoolSpec // model-server pools; replace Replicas
+
 	// BLIS
 	StepModel string // "auto" (fitted where the chip has coefficients, else roofline), "fitted", "roofline"
 	// FrontendLatencyMs is the client-observed latency the vLLM frontend
@@ -154,6 +160,7 @@ func Defaults() Scenario {
 		Hardware:             "h100",
 		TensorParallelSize:   1,
 		DataParallelSize:     1,
+		Replicas:             1,
 		GPUMemoryUtilization: 0.9,
 		BlockSize:            16,
 		KVCacheDtype:         "auto",
@@ -230,6 +237,7 @@ func Groups() []Group {
 		{"bench", "Load (vllm bench serve)"},
 		{"trace", "Traces and other datasets (vllm bench serve, aiperf, inference-perf)"},
 		{"client", "Client (aiperf)"},
+		{"cluster", "Cluster (replicas, pools, llm-d router)"},
 		{"blis", "BLIS"},
 		{"output", "Output"},
 		{"noeffect", "vllm bench serve flags accepted with no effect in a simulation"},
@@ -371,6 +379,11 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "benchmark-duration", Group: "client", Value: floatValue{&s.BenchmarkDuration}, Usage: "send no request after this many seconds of the timed phase", Zero: "none"},
 		{Name: "benchmark-grace-period", Group: "client", Value: secondsValue{&s.BenchmarkGracePeriod}, Usage: "seconds in-flight requests get after --benchmark-duration to be recorded, or inf"},
 		{Name: "request-timeout-seconds", Group: "client", Value: floatValue{&s.RequestTimeoutSeconds}, Usage: "cancel a request not complete this many seconds after it was sent, counted failed (0: never)"},
+
+		{Name: "replicas", Group: "cluster", Value: intValue{&s.Replicas}, Usage: "model-server replicas of the deployment (each its own vllm serve with tensor-parallel-size × data-parallel-size GPUs) behind the router; at most " + strconv.Itoa(MaxReplicas)},
+		{Name: "router", Group: "cluster", Value: stringValue{&s.Router}, Usage: "how requests are spread over the replicas: " + strings.Join(routerNames(), ", "), Zero: "none with one replica, else k8s-service (kube-proxy's random pick per connection)"},
+		{Name: "router-config", Group: "cluster", Value: stringValue{&s.RouterConfig}, Usage: "llm-d's EndpointPickerConfig file (llm-d.ai or inference.networking.x-k8s.io API), a v0.2-era plugins-v2.yaml, or a Helm values file embedding one; its plugins replace --router", Zero: "none"},
+		{Name: "pools", Group: "cluster", Value: poolsValue{&s.Pools}, Usage: "model-server pools, each its own deployment behind the router: a list of {name, replicas, role (both, decode, prefill), labels, and any vllm serve key overriding the top level's}, e.g. '[{name: tp4, replicas: 2, tensor-parallel-size: 4}, {name: tp2, replicas: 4, tensor-parallel-size: 2}]'; replaces --replicas", Zero: "none: --replicas of the top-level deployment"},
 
 		{Name: "step-model", Group: "blis", Value: stringValue{&s.StepModel}, Usage: "step pricer: auto (fitted-v1 where the chip has fitted kernel coefficients, else roofline-v1), fitted, roofline"},
 		{Name: "frontend-latency-ms", Group: "blis", Value: floatValue{&s.FrontendLatencyMs}, Usage: "latency the vLLM frontend (HTTP, API server, IPC, streaming) adds to each request's TTFT and E2E beyond the engine, measured in vllm#54628 (0: the engine alone)"},

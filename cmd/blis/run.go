@@ -154,6 +154,7 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	if out.Engine.PrefixQueries > 0 {
 		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
 	}
+	dep := deploymentOf(res, out)
 	summary := rec.Summarize(metrics.SummaryInput{
 		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: s.Metadata,
 		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: s.Goodput,
@@ -164,7 +165,7 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		GPUKVCacheTokens:   res.Memory.KVTokens,
 		NumPreemptions:     int(out.Engine.Preemptions),
 		PrefixCacheHitRate: hit,
-		Deployment:         deploymentOf(res, out),
+		Deployment:         dep,
 	})
 	if perStage != nil {
 		summary.Stages = perStage.Results(summary.Percentiles)
@@ -174,6 +175,7 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		outs.abort()
 		return err
 	}
+	printReplicas(w, dep)
 	if err := w.Flush(); err != nil {
 		outs.abort()
 		return err
@@ -442,6 +444,90 @@ type deployment struct {
 	StepLaunchShare           float64 `json:"step_launch_share"`
 	StepHostShare             float64 `json:"step_host_share"`
 	Rejected                  int64   `json:"rejected"`
+	// A cluster (more than one endpoint, or a router asked for): the
+	// router, the pools and each replica's share.
+	Router   string          `json:"router,omitempty"`
+	Pools    []poolJSON      `json:"pools,omitempty"`
+	Replicas []replicaResult `json:"replica_results,omitempty"`
+}
+
+type poolJSON struct {
+	Name               string `json:"name"`
+	Role               string `json:"role"`
+	Replicas           int    `json:"replicas"`
+	Hardware           string `json:"hardware"`
+	TensorParallelSize int    `json:"tensor_parallel_size"`
+	DataParallelSize   int    `json:"data_parallel_size"`
+	MaxNumSeqs         int    `json:"max_num_seqs"`
+	NumGPUBlocks       int    `json:"num_gpu_blocks"`
+}
+
+// replicaResult is one endpoint's share of the timed run.
+type replicaResult struct {
+	Name            string  `json:"name"`
+	Pool            string  `json:"pool"`
+	Routed          int64   `json:"routed"`
+	Completed       int64   `json:"completed"`
+	Steps           int64   `json:"engine_steps"`
+	MeanStepMs      float64 `json:"mean_step_ms"`
+	Preemptions     int64   `json:"preemptions"`
+	PrefixHitRate   float64 `json:"prefix_cache_hit_rate"`
+	PeakUsedBlocks  int     `json:"peak_used_blocks"`
+	PeakUsedKVShare float64 `json:"peak_kv_usage"`
+}
+
+// clusterOf fills the cluster part of the result's deployment.
+func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
+	if r.Endpoints() <= 1 && r.RouterName() == "" {
+		return
+	}
+	d.Router = r.RouterName()
+	blocks := map[string]int{}
+	for _, p := range r.Pools {
+		d.Pools = append(d.Pools, poolJSON{
+			Name: p.Spec.Name, Role: p.Spec.Role, Replicas: p.Spec.Replicas, Hardware: p.Chip.Name,
+			TensorParallelSize: p.Deployment.TP, DataParallelSize: max(p.Deployment.DP, 1),
+			MaxNumSeqs: p.Engine.MaxNumSeqs, NumGPUBlocks: p.Memory.NumBlocks,
+		})
+		blocks[p.Spec.Name] = p.Memory.NumBlocks * max(p.Deployment.DP, 1)
+	}
+	for _, rr := range out.Replicas {
+		x := replicaResult{Name: rr.Name, Pool: rr.Pool, Routed: rr.Routed, Completed: rr.Completed,
+			Steps: rr.TimedSteps, Preemptions: rr.Engine.Preemptions, PeakUsedBlocks: rr.Engine.PeakUsedBlocks}
+		if rr.TimedSteps > 0 {
+			x.MeanStepMs = float64(rr.StepTime.Total) / float64(rr.TimedSteps) / 1e6
+		}
+		if rr.Engine.PrefixQueries > 0 {
+			x.PrefixHitRate = float64(rr.Engine.PrefixHits) / float64(rr.Engine.PrefixQueries)
+		}
+		if b := blocks[rr.Pool]; b > 0 {
+			x.PeakUsedKVShare = float64(rr.Engine.PeakUsedBlocks) / float64(b)
+		}
+		d.Replicas = append(d.Replicas, x)
+	}
+}
+
+// printReplicas writes the per-replica table under vllm bench's, for a
+// cluster run.
+func printReplicas(w io.Writer, d deployment) {
+	if len(d.Replicas) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s\n", centre(" Replicas (router: "+d.Router+") ", 78))
+	fmt.Fprintf(w, "%-22s %-12s %9s %9s %9s %9s %7s %8s\n", "replica", "pool", "routed", "completed", "steps", "step ms", "hit %", "peak KV")
+	for _, x := range d.Replicas {
+		fmt.Fprintf(w, "%-22s %-12s %9d %9d %9d %9.2f %7.1f %7.1f%%\n", x.Name, x.Pool, x.Routed, x.Completed, x.Steps, x.MeanStepMs, 100*x.PrefixHitRate, 100*x.PeakUsedKVShare)
+	}
+	fmt.Fprintln(w, strings.Repeat("=", 78))
+}
+
+// centre pads s with '=' to width, as vllm bench's section headers are.
+func centre(s string, width int) string {
+	if len(s) >= width {
+		return s
+	}
+	left := (width - len(s)) / 2
+	return strings.Repeat("=", left) + s + strings.Repeat("=", width-len(s)-left)
 }
 
 func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
@@ -459,6 +545,7 @@ func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 		RandomRangeStyle: r.Scenario.RandomRangeStyle, RandomRangeRatio: r.Scenario.RandomRangeRatio,
 		RandomPrefixLen: r.Scenario.RandomPrefixLen, Steps: out.TimedSteps, Rejected: out.Rejected,
 	}
+	clusterOf(&d, r, out)
 	if out.TimedSteps > 0 && out.StepTime.Total > 0 {
 		tot := float64(out.StepTime.Total)
 		d.MeanStepMs = tot / float64(out.TimedSteps) / 1e6
@@ -497,6 +584,21 @@ func printStartup(w io.Writer, r *scenario.Resolved) {
 		fmt.Fprintf(w, "INFO %sGPU KV cache size: %s tokens\n", prefix, commas(m.KVTokens))
 		fmt.Fprintf(w, "INFO %sMaximum concurrency for %s tokens per request: %.2fx\n", prefix,
 			commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
+	}
+	printCluster(w, r, "INFO ")
+}
+
+// printCluster names the pools and the router of a cluster run (nothing
+// for one replica with no router).
+func printCluster(w io.Writer, r *scenario.Resolved, prefix string) {
+	if r.Endpoints() <= 1 && r.RouterName() == "" {
+		return
+	}
+	fmt.Fprintf(w, "%scluster: %d replicas in %d pools behind router %s\n", prefix, r.Endpoints(), len(r.Pools), r.RouterName())
+	for _, p := range r.Pools {
+		fmt.Fprintf(w, "%s  pool %s (%s): %d × %s TP%d DP%d, max-num-seqs %d, %s KV tokens per replica\n", prefix,
+			p.Spec.Name, p.Spec.Role, p.Spec.Replicas, strings.ToUpper(p.Chip.Name), p.Deployment.TP, max(p.Deployment.DP, 1),
+			p.Engine.MaxNumSeqs, commas(p.Memory.KVTokens*max(p.Deployment.DP, 1)))
 	}
 }
 
@@ -543,6 +645,7 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 	fmt.Fprintf(bw, "Maximum concurrency for %s tokens per request: %.2fx\n",
 		commas(r.Engine.MaxModelLen), m.MaxConcurrency(r.Engine.MaxModelLen))
 	printStepPrice(bw, r)
+	printCluster(bw, r, "")
 	return bw.Flush()
 }
 

@@ -1,0 +1,167 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"blis/cluster"
+	"blis/router"
+)
+
+// Pool is one resolved model-server pool: its spec and its deployment
+// bound to the catalog (the serve fields of a Resolved: Model, Chip,
+// Deployment, Memory, Pricer, Engine).
+type Pool struct {
+	Spec PoolSpec
+	*Resolved
+}
+
+// Endpoints is how many model servers the router spreads requests over.
+func (r *Resolved) Endpoints() int {
+	n := 0
+	for _, p := range r.Pools {
+		n += p.Spec.Replicas
+	}
+	return n
+}
+
+// routerNames lists --router's values.
+func routerNames() []string { return router.Names() }
+
+// resolveCluster resolves the pools (one of the top-level deployment when
+// the scenario has none) and checks the router settings.
+func (r *Resolved) resolveCluster() error {
+	s := &r.Scenario
+	if len(s.Pools) == 0 {
+		if s.Replicas < 1 || s.Replicas > MaxReplicas {
+			return bad("replicas", fmt.Sprint(s.Replicas), fmt.Sprintf("an integer from 1 to %d", MaxReplicas))
+		}
+		r.Pools = []Pool{{Spec: PoolSpec{Name: "vllm", Replicas: s.Replicas, Role: "both"}, Resolved: r}}
+	} else {
+		if s.Replicas != 1 {
+			return bad("replicas", fmt.Sprint(s.Replicas), "give either --replicas or --pools (each pool has its own replicas)")
+		}
+		decode := false
+		for _, ps := range s.Pools {
+			ps2, err := ps.apply(*s)
+			if err != nil {
+				return err
+			}
+			pr := &Resolved{Scenario: ps2}
+			if err := ps2.checkRanges(); err != nil {
+				return poolErr(ps, err)
+			}
+			if err := ps2.resolveServe(pr); err != nil {
+				return poolErr(ps, err)
+			}
+			r.Notes = append(r.Notes, pr.Notes...)
+			r.Pools = append(r.Pools, Pool{Spec: ps, Resolved: pr})
+			decode = decode || ps.Role != "prefill"
+		}
+		p0 := r.Pools[0].Resolved
+		r.Model, r.Chip, r.Deployment, r.Memory, r.Pricer, r.Engine = p0.Model, p0.Chip, p0.Deployment, p0.Memory, p0.Pricer, p0.Engine
+		if !decode {
+			return bad("pools", "", "no pool serves decode: every pool has role prefill")
+		}
+		for _, ps := range s.Pools {
+			if ps.Role == "prefill" {
+				return bad("pools", ps.Name, "role prefill needs prefill/decode disaggregation, which BLIS does not simulate yet (use role both or decode)")
+			}
+		}
+	}
+	if s.Router != "" && s.RouterConfig != "" {
+		return bad("router", s.Router, "give either --router or --router-config, not both")
+	}
+	if s.Router != "" && !contains(router.Names(), s.Router) {
+		return bad("router", s.Router, "one of "+strings.Join(router.Names(), ", "))
+	}
+	if s.RouterConfig != "" {
+		data, err := os.ReadFile(s.RouterConfig)
+		if err != nil {
+			return bad("router-config", s.RouterConfig, "cannot read it: "+err.Error())
+		}
+		if r.routerCfg, err = router.Load(data, s.RouterConfig); err != nil {
+			return &InputError{Msg: err.Error()}
+		}
+	}
+	if r.Endpoints() > 1 || s.Router != "" || s.RouterConfig != "" {
+		if _, err := r.NewRouter(); err != nil {
+			return &InputError{Key: "--router", Value: s.Router, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// poolErr names the pool in an error from its deployment.
+func poolErr(ps PoolSpec, err error) error {
+	var ie *InputError
+	if errors.As(err, &ie) {
+		c := *ie
+		c.Key = "pools." + ps.Name + "." + strings.TrimPrefix(c.Key, "--")
+		if ie.Key == "" {
+			c.Key = "pools." + ps.Name
+		}
+		return &c
+	}
+	return fmt.Errorf("pools.%s: %w", ps.Name, err)
+}
+
+// RouterName is the router the run uses, as reports name it.
+func (r *Resolved) RouterName() string {
+	s := &r.Scenario
+	switch {
+	case s.RouterConfig != "":
+		return "llm-d (" + s.RouterConfig + ")"
+	case s.Router != "":
+		return s.Router
+	case r.Endpoints() > 1:
+		return "k8s-service"
+	}
+	return ""
+}
+
+// NewRouter builds a fresh router for one run (routers keep state); nil
+// when there is one endpoint and no router was asked for.
+func (r *Resolved) NewRouter() (router.Router, error) {
+	s := &r.Scenario
+	switch {
+	case r.routerCfg != nil:
+		return r.routerCfg.New()
+	case s.Router != "":
+		return router.Named(s.Router)
+	case r.Endpoints() > 1:
+		return router.Named("k8s-service")
+	}
+	return nil, nil
+}
+
+// clusterPools is the pools as the cluster loop takes them.
+func (r *Resolved) clusterPools() []cluster.Pool {
+	out := make([]cluster.Pool, len(r.Pools))
+	for i, p := range r.Pools {
+		role := router.RoleBoth
+		switch p.Spec.Role {
+		case "decode":
+			role = router.RoleDecode
+		case "prefill":
+			role = router.RolePrefill
+		}
+		out[i] = cluster.Pool{
+			Name: p.Spec.Name, Replicas: p.Spec.Replicas, Role: role, Labels: p.Spec.Labels,
+			Engine: p.Engine, Pricer: p.Pricer,
+			DataParallel: p.Scenario.DataParallelSize, Lockstep: p.Model.IsMoE(),
+		}
+	}
+	return out
+}
