@@ -6,7 +6,9 @@ import "errors"
 
 type Config struct{}
 
-func Names() []string { return []string{"round-robin", "random", "least-requests", "k8s-service", "prefix-aware", "llm-d"} }
+func Names() []string {
+	return []string{"round-robin", "random", "least-requests", "k8s-service", "prefix-aware", "llm-d"}
+}
 
 func Named(name string) (Router, error) { return nil, errors.New("pending") }
 

@@ -86,7 +86,9 @@ func TestPoolsBadInput(t *testing.T) {
 		{func(s *Scenario) {
 			s.Pools = []PoolSpec{{Name: "d", Replicas: 1, Role: "decode"}, {Name: "p", Replicas: 1, Role: "prefill"}}
 		}, "prefill/decode disaggregation"},
-		{func(s *Scenario) { s.Pools = []PoolSpec{{Name: "big", Replicas: 1, Role: "both", Serve: []KV{{Key: "tensor-parallel-size", Value: "0"}}}} }, "pools.big.tensor-parallel-size"},
+		{func(s *Scenario) {
+			s.Pools = []PoolSpec{{Name: "big", Replicas: 1, Role: "both", Serve: []KV{{Key: "tensor-parallel-size", Value: "0"}}}}
+		}, "pools.big.tensor-parallel-size"},
 		{func(s *Scenario) { s.Router = "nginx" }, "--router \"nginx\": one of"},
 		{func(s *Scenario) { s.Router = "random"; s.RouterConfig = "x.yaml" }, "either --router or --router-config"},
 		{func(s *Scenario) { s.RouterConfig = "/nonexistent/epp.yaml" }, "--router-config \"/nonexistent/epp.yaml\": cannot read it"},
