@@ -108,3 +108,15 @@ func FuzzSessions(f *testing.F) {
 		}
 	})
 }
+
+func FuzzLMBench(f *testing.F) {
+	seedFile(f, "../metrics/format/lmbench/testdata/sharegpt_small.csv")
+	seedFile(f, "../metrics/format/lmbench/testdata/multiround_small.csv")
+	f.Add([]byte("prompt_tokens,generation_tokens,ttft,generation_time,user_id,question_id,launch_time,finish_time\n76,20,0.1,0.5,7,1,100,101\n125,20,0.1,0.5,7,2,110,111\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, spec := range []TraceSpec{{}, {NumPrompts: 2, FixedScheduleSpeedup: 3}} {
+			src, err := NewLMBench(bytes.NewReader(data), "fuzz", spec)
+			fuzzDrain(t, src, err)
+		}
+	})
+}

@@ -30,7 +30,7 @@ func TestOpenByName(t *testing.T) {
 		spec TraceSpec
 		want string
 	}{
-		{TraceSpec{DatasetName: "burstgpt"}, "--dataset-name burstgpt: must be one of random, sharegpt, prefix_repetition, shared_prefix, mooncake_trace, azure, sessions, agentic"},
+		{TraceSpec{DatasetName: "burstgpt"}, "--dataset-name burstgpt: must be one of random, sharegpt, prefix_repetition, shared_prefix, mooncake_trace, azure, sessions, agentic, lmbench"},
 		{TraceSpec{DatasetName: DatasetShareGPT, CustomDatasetType: DatasetMooncake}, "--custom-dataset-type mooncake_trace: conflicts with --dataset-name sharegpt"},
 		{TraceSpec{DatasetName: DatasetMooncake}, `--dataset-path "": a file is needed for --dataset-name mooncake_trace`},
 		{TraceSpec{DatasetName: DatasetAzure, DatasetPath: "a.csv", InputFile: "b.csv"}, "--input-file b.csv: conflicts with --dataset-path a.csv"},

@@ -24,13 +24,14 @@ const (
 	DatasetAzure            = "azure"             // Azure LLM inference trace CSV
 	DatasetSessions         = "sessions"          // BLIS's multi-turn / agentic session JSONL (README.md)
 	DatasetAgentic          = "agentic"           // BLIS's synthetic agentic-coding sessions (AgenticSpec)
+	DatasetLMBench          = "lmbench"           // LMBenchmark's per-request CSV, replayed (lmbench.go)
 )
 
 // DatasetNames lists the names Open accepts, for help text. Each call
 // returns a fresh slice.
 func DatasetNames() []string {
 	return []string{DatasetRandom, DatasetShareGPT, DatasetPrefixRepetition, DatasetSharedPrefix,
-		DatasetMooncake, DatasetAzure, DatasetSessions, DatasetAgentic}
+		DatasetMooncake, DatasetAzure, DatasetSessions, DatasetAgentic, DatasetLMBench}
 }
 
 // DefaultISLBlockSize is aiperf's --isl-block-size default: tokens per
@@ -125,7 +126,8 @@ type TraceSpec struct {
 
 // Open returns the source named by spec. File formats are read lazily, one
 // record at a time, except sharegpt (a JSON array that vLLM shuffles: its
-// lengths are read at Open, about 20 bytes per usable conversation). Sources that
+// lengths are read at Open, about 20 bytes per usable conversation) and
+// lmbench (one run's CSV, read whole at Open and sorted by launch time). Sources that
 // read a file implement StreamSource: check Err after Next returns false,
 // and Close when stopping early.
 //
@@ -190,6 +192,14 @@ func Open(spec TraceSpec) (Source, error) {
 	if name == DatasetShareGPT {
 		defer f.Close() // read in full by the constructor
 		return NewShareGPT(f, path, spec)
+	}
+	if name == DatasetLMBench {
+		defer f.Close() // read in full by the constructor
+		src, err := newLMBench(f, path, spec)
+		if err != nil {
+			return nil, err // a nil Source, not a typed nil
+		}
+		return src, nil
 	}
 	var src Source
 	switch name {

@@ -6,7 +6,7 @@
 //
 // Sources: NewRandom (vllm bench random), and through Open the trace readers
 // and synthetic datasets listed in README.md (sharegpt, prefix_repetition,
-// shared_prefix, mooncake_trace, azure, sessions, agentic).
+// shared_prefix, mooncake_trace, azure, sessions, agentic, lmbench).
 package workload
 
 import "time"

@@ -12,6 +12,7 @@
 //	inferencex      inferencex_agg.json                        SemiAnalysisAI/InferenceX utils/process_result.py (inferencex)
 //	inference-perf  per_request_lifecycle_metrics.json,        kubernetes-sigs/inference-perf lifecycle reports (inferenceperf)
 //	                summary_lifecycle_metrics.json, stage_0_lifecycle_metrics.json
+//	lmbench         LMBench_<scenario>_….csv (read only)       LMCache/LMBenchmark per-request CSV (lmbench)
 //
 // Every number is derived from the Result and its per-request records; no
 // output depends on the wall clock: absolute timestamps are simulated time
@@ -43,6 +44,7 @@ import (
 	"blis/metrics/format/inferenceperf"
 	"blis/metrics/format/inferencex"
 	"blis/metrics/format/llmd"
+	"blis/metrics/format/lmbench"
 	"blis/metrics/format/vllmbench"
 )
 
@@ -54,12 +56,17 @@ const (
 	LLMD          = llmd.Name
 	InferenceX    = inferencex.Name
 	InferencePerf = inferenceperf.Name
+	LMBench       = lmbench.Name // read only: BLIS does not write it
 )
 
 // Names lists the formats in the order Export writes them.
 func Names() []string {
 	return []string{VLLM, AIPerf, GuideLLM, LLMD, InferenceX, InferencePerf}
 }
+
+// ReadNames lists the formats Read takes: every export format, then those
+// BLIS only reads.
+func ReadNames() []string { return append(Names(), LMBench) }
 
 var errIPNotDetailed = errors.New("metrics: export format inference-perf needs per-request chunk times: make the recorder with RecorderOptions.Detailed")
 
@@ -239,16 +246,17 @@ var tools = map[string]tool{
 	LLMD:          {read: llmd.Read},
 	InferenceX:    {read: inferencex.Read},
 	InferencePerf: {inferenceperf.Read, inferenceperf.Recompute, inferenceperf.Formula},
+	LMBench:       {read: lmbench.Read}, // the CSV states no aggregates
 }
 
 // Read reads a result file (for aiperf: the export directory; for
 // inference-perf: the report directory or one report file) of the given
-// format.
+// format, one of ReadNames.
 func Read(format, path string) (*metrics.MeasuredRun, error) {
 	if t, ok := tools[strings.ToLower(format)]; ok {
 		return t.read(path)
 	}
-	return nil, fmt.Errorf("metrics: read format %q: allowed: %s", format, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("metrics: read format %q: allowed: %s", format, strings.Join(ReadNames(), ", "))
 }
 
 // Recompute recomputes a measured run's main published aggregates (the
@@ -260,8 +268,9 @@ func Read(format, path string) (*metrics.MeasuredRun, error) {
 // numbers describe; only then may its requests be paired with BLIS's and
 // stand for the published run.
 //
-// It returns nil when the run has no records, no aggregates, or a format
-// whose aggregates BLIS cannot recompute (llm-d, InferenceX), and for a
+// It returns nil when the run has no records, no aggregates (LMBenchmark's
+// CSV states none), or a format whose aggregates BLIS cannot recompute
+// (llm-d, InferenceX), and for a
 // guidellm file holding more than one benchmark (its records are pooled).
 func Recompute(run *metrics.MeasuredRun) []metrics.Recomputed {
 	if run == nil || len(run.Requests) == 0 || len(run.Metrics) == 0 {

@@ -208,8 +208,17 @@ func TestReadDispatch(t *testing.T) {
 	if m.Format != InferencePerf || m.Path != dir || len(m.Requests) == 0 {
 		t.Errorf("format %q path %q, %d requests", m.Format, m.Path, len(m.Requests))
 	}
-	if _, err := Read("csv", dir); err == nil || !strings.Contains(err.Error(), `"csv": allowed: vllm, aiperf`) {
+	if _, err := Read("csv", dir); err == nil || !strings.Contains(err.Error(), `"csv": allowed: vllm, aiperf`) ||
+		!strings.Contains(err.Error(), ", lmbench") {
 		t.Errorf("unknown read format: %v", err)
+	}
+	// lmbench is read, never written.
+	m, err = Read("LMBench", "lmbench/testdata/sharegpt_small.csv")
+	if err != nil || m.Format != LMBench || len(m.Requests) != 3 || Recompute(m) != nil || RecomputeFormula(LMBench) != "" {
+		t.Errorf("lmbench: %+v, %v", m, err)
+	}
+	if slices.Contains(Names(), LMBench) || !slices.Contains(ReadNames(), LMBench) {
+		t.Errorf("Names %v, ReadNames %v", Names(), ReadNames())
 	}
 }
 

@@ -128,7 +128,7 @@ type SensitivityRun struct {
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // measuredFormats are the result formats a level may name.
-var measuredFormats = []string{format.AIPerf, format.VLLM, format.GuideLLM, format.LLMD, format.InferencePerf}
+var measuredFormats = []string{format.AIPerf, format.VLLM, format.GuideLLM, format.LLMD, format.InferencePerf, format.LMBench}
 
 // ParseManifest reads a manifest's bytes. file names it in errors and
 // anchors its relative paths.
