@@ -379,6 +379,11 @@ func (c *Config) New() (*EPP, error) {
 	if err := b.link(); err != nil {
 		return nil, err
 	}
+	for _, n := range b.names {
+		if d, ok := b.byName[n].(*decisionTree); ok && treeCycle(d, nil) {
+			return nil, &ConfigError{File: c.File, Key: "plugins", Value: n, Msg: "decision tree refers to itself"}
+		}
+	}
 	// producers with their own consumers
 	for _, n := range b.names {
 		if s, ok := b.byName[n].(*prefixScorer); ok && s.own != nil {
@@ -447,6 +452,11 @@ func (c *Config) New() (*EPP, error) {
 	for _, n := range b.names {
 		b.adopt(e, b.byName[n])
 	}
+	sort.SliceStable(e.prod, func(i, j int) bool {
+		_, li := e.prod[i].(*latencyProducer)
+		_, lj := e.prod[j].(*latencyProducer)
+		return !li && lj
+	})
 	// profile handler
 	var handlers []string
 	for _, n := range b.names {
@@ -477,12 +487,14 @@ func (c *Config) New() (*EPP, error) {
 		return nil, err
 	}
 	e.detector = det
-	fc, hasFC := lookupKey(root, "flowControl")
-	if gates["flowControl"] || (hasFC && fc.Kind == yaml.MappingNode) {
-		f, err := b.flow(c, fc, det)
-		if err != nil {
-			return nil, err
-		}
+	// flowControl is only respected with the "flowControl" feature gate
+	// (apix/config/v1alpha1 @ 520af478); it is still validated without it.
+	fc, _ := lookupKey(root, "flowControl")
+	f, err := b.flow(c, fc, det)
+	if err != nil {
+		return nil, err
+	}
+	if gates["flowControl"] {
 		f.e = e
 		e.flow = f
 	}
@@ -765,6 +777,22 @@ func builtinRef(s string) bool {
 	switch s {
 	case "openai-parser", "metrics-data-source", "core-metrics-extractor", "endpoint-notification-source":
 		return true
+	}
+	return false
+}
+
+// treeCycle reports whether a decision tree reaches one of its ancestors.
+func treeCycle(d *decisionTree, path []*decisionTree) bool {
+	for _, p := range path {
+		if p == d {
+			return true
+		}
+	}
+	path = append(path, d)
+	for _, f := range []filterPlugin{d.current, d.onSuccess, d.onFailure, d.onEither} {
+		if c, ok := f.(*decisionTree); ok && treeCycle(c, path) {
+			return true
+		}
 	}
 	return false
 }
