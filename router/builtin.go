@@ -1,9 +1,11 @@
 package router
 
 import (
+	"errors"
+	"io/fs"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"os"
 	"strings"
 	"time"
 )
@@ -84,6 +86,28 @@ func Named(name string) (Router, error) {
 		return c.New()
 	}
 	return nil, &ConfigError{Key: "router", Value: name, Msg: "unknown router; built-ins: " + strings.Join(builtinNames, ", ") + " (or a path to an llm-d EndpointPickerConfig)"}
+}
+
+// Open returns the built-in router called spec, or else the router of the
+// llm-d config in the file at path spec (see Load).
+func Open(spec string) (Router, error) {
+	for _, n := range builtinNames {
+		if n == spec {
+			return Named(spec)
+		}
+	}
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &ConfigError{Key: "router", Value: spec, Msg: "neither a built-in router (" + strings.Join(builtinNames, ", ") + ") nor a readable config file"}
+		}
+		return nil, err
+	}
+	c, err := Load(data, spec)
+	if err != nil {
+		return nil, err
+	}
+	return c.New()
 }
 
 // BuiltinConfig returns the llm-d config text behind a config-backed
@@ -221,10 +245,3 @@ func (s *simple) KVEvents() bool                          { return false }
 func (s *simple) BlockStored(time.Duration, int, uint64)  {}
 func (s *simple) BlockRemoved(time.Duration, int, uint64) {}
 func (s *simple) Wake() time.Duration                     { return math.MaxInt64 }
-
-// sortedCopy is used by tests and docs.
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
-}
