@@ -424,3 +424,43 @@ func TestNamed(t *testing.T) {
 		t.Fatalf("llm-d: scrape %v kv %v", r.ScrapeInterval(), r.KVEvents())
 	}
 }
+
+func TestOpen(t *testing.T) {
+	if _, err := Open("round-robin"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open("testdata/configs/scheduler-HEAD/deploy_config_epp-precise-prefix-cache-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.KVEvents() {
+		t.Fatal("precise prefix config does not ask for KV events")
+	}
+	_, err = Open("no/such/file.yaml")
+	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "neither a built-in router") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// least-requests as an llm-d config: active-request-scorer's
+// (max − n)/max is highest for the fewest in flight.
+func TestLeastRequestsAsConfig(t *testing.T) {
+	c, err := Load([]byte("kind: EndpointPickerConfig\nplugins:\n- type: active-request-scorer\n"), "lr.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.New()
+	r.Start(testEndpoints(3), 1)
+	var got []Assignment
+	for i := range 3 {
+		r.Submit(0, &Request{ID: int64(i)})
+		got = append(got, r.Ready(0)...)
+	}
+	seen := map[int]bool{}
+	for _, a := range got {
+		seen[a.Endpoint] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("stacked: %+v", got)
+	}
+}
