@@ -754,6 +754,7 @@ func (p *preciseProducer) start(e *EPP) {
 func (p *preciseProducer) prefixInfo() *prefixInfo { return &p.info }
 
 func (p *preciseProducer) blockEvent(now time.Duration, ep int, h uint64, stored bool) {
+	p.idx.advance(now) // keeps the pending queue to the events still in flight
 	p.idx.event(now, ep, h, stored)
 }
 

@@ -113,7 +113,7 @@ func init() {
 			b.prefixUsers = append(b.prefixUsers, prefixUser{s.srcName, func(src prefixSource) { s.src = src }, false})
 			return s, p.done()
 		}},
-		"session-affinity-scorer": {"scorer", relHEAD, noParams(&sessionAffinityScorer{})},
+		"session-affinity-scorer": {"scorer", relHEAD, fresh(func() any { return &sessionAffinityScorer{} })},
 		"lora-affinity-scorer":    {"scorer", relHEAD + " (no LoRA in BLIS: every endpoint scores 0)", noParams(constScorer{0})},
 		"latency-scorer": {"scorer", relHEAD + " (no SLOs in BLIS: prefers lower predicted latency)", func(b *builder, _ string, p *params) (any, error) {
 			s := &latencyScorer{ttftW: 1, tpotW: 1}
@@ -142,7 +142,7 @@ func init() {
 		"token-producer": {"producer (no-op)", relHEAD, ignoreParams("token-producer", "modelName", "vllm", "estimate", "uds", "timeout", "mmTimeout")},
 		"tokenizer":      {"producer (no-op)", "llm-d-inference-scheduler v0.4.0", ignoreParams("tokenizer", "modelName", "udsTokenizerConfig", "localTokenizerConfig", "hfTokenizerConfig")},
 		// profile handlers and deciders
-		"single-profile-handler": {"profile handler", relHEAD, noParams(&singleHandler{})},
+		"single-profile-handler": {"profile handler", relHEAD, fresh(func() any { return &singleHandler{} })},
 		"data-parallel-profile-handler": {"profile handler", relHEAD + " (deprecated; one address per endpoint in BLIS)", func(b *builder, _ string, p *params) (any, error) {
 			port := 8000
 			p.Int("primaryPort", &port)
@@ -245,16 +245,15 @@ func typeNames() string {
 }
 
 func noParams(v any) func(*builder, string, *params) (any, error) {
+	return fresh(func() any { return v })
+}
+
+// fresh builds a parameterless plugin; mk must return a new value for
+// stateful plugins so routers built from one config share nothing.
+func fresh(mk func() any) func(*builder, string, *params) (any, error) {
 	return func(b *builder, _ string, p *params) (any, error) {
-		// Pointer values must not be shared between EPP instances.
-		switch x := v.(type) {
-		case *sessionAffinityScorer:
-			v := &sessionAffinityScorer{}
-			_ = x
-			return v, p.done()
-		case *singleHandler:
-			return &singleHandler{}, p.done()
-		case inflightProducer:
+		v := mk()
+		if _, ok := v.(inflightProducer); ok {
 			b.hasInflight = true
 		}
 		return v, p.done()
