@@ -129,7 +129,11 @@ func collect(n *yaml.Node, file string, off int, path string, out *[]*Config) er
 				src = path
 			}
 			shift(n, off) // nodes report lines of the file, not of the embedded string
-			*out = append(*out, &Config{File: file, Line: n.Line, Source: src, root: n})
+			api := ""
+			if v, ok := lookupKey(n, "apiVersion"); ok {
+				api = v.Value
+			}
+			*out = append(*out, &Config{File: file, Line: n.Line, Source: src, APIVersion: api, root: n})
 			return nil
 		}
 		if pc, ok := lookupKey(n, "pluginsCustomConfig"); ok && pc.Kind == yaml.MappingNode {
@@ -286,7 +290,6 @@ func (c *Config) New() (*EPP, error) {
 		if !good {
 			return nil, c.errAt(v, "apiVersion", v.Value, "unsupported; accepted: "+strings.Join(apiVersions, ", "))
 		}
-		c.APIVersion = v.Value
 	}
 	gates := map[string]bool{}
 	if v, ok := lookupKey(root, "featureGates"); ok && v.Kind == yaml.SequenceNode {
