@@ -208,6 +208,19 @@ type preciseIndex struct {
 	delay   time.Duration
 	pending []kvEvent
 	head    int
+	// speculative entries (speculativeIndexing): blocks the router expects
+	// an endpoint to cache because it just sent the prompt there, kept
+	// until their TTL even if no KV event confirms them.
+	spec     map[uint64]epSet
+	specQ    []specEntry
+	specHead int
+	specFree [][]uint64
+}
+
+type specEntry struct {
+	at time.Duration
+	ep int32
+	hs []uint64
 }
 
 type kvEvent struct {
@@ -218,15 +231,55 @@ type kvEvent struct {
 }
 
 func newPreciseIndex(delay time.Duration) *preciseIndex {
-	return &preciseIndex{byHash: make(map[uint64]epSet), delay: delay}
+	return &preciseIndex{byHash: make(map[uint64]epSet), spec: make(map[uint64]epSet), delay: delay}
+}
+
+// speculate records hashes on ep until expiry.
+func (x *preciseIndex) speculate(expiry time.Duration, ep int, hashes []uint64) {
+	var hs []uint64
+	if n := len(x.specFree); n > 0 {
+		hs, x.specFree = x.specFree[n-1][:0], x.specFree[:n-1]
+	}
+	hs = append(hs, hashes...)
+	x.specQ = append(x.specQ, specEntry{at: expiry, ep: int32(ep), hs: hs})
+	for _, h := range hashes {
+		s, ok := x.spec[h]
+		if !ok {
+			s.first = -1
+		}
+		s.add(int32(ep))
+		x.spec[h] = s
+	}
+}
+
+func (x *preciseIndex) expireSpec(now time.Duration) {
+	for x.specHead < len(x.specQ) && x.specQ[x.specHead].at <= now {
+		e := x.specQ[x.specHead]
+		x.specQ[x.specHead] = specEntry{}
+		x.specHead++
+		for _, h := range e.hs {
+			if s, ok := x.spec[h]; ok {
+				if s.remove(e.ep) {
+					delete(x.spec, h)
+				} else {
+					x.spec[h] = s
+				}
+			}
+		}
+		x.specFree = append(x.specFree, e.hs)
+	}
+	if x.specHead == len(x.specQ) {
+		x.specQ, x.specHead = x.specQ[:0], 0
+	}
 }
 
 func (x *preciseIndex) event(now time.Duration, ep int, h uint64, stored bool) {
 	x.pending = append(x.pending, kvEvent{at: now + x.delay, ep: int32(ep), stored: stored, h: h})
 }
 
-// advance applies every event due by now.
+// advance applies every event due by now and drops expired speculation.
 func (x *preciseIndex) advance(now time.Duration) {
+	x.expireSpec(now)
 	for x.head < len(x.pending) && x.pending[x.head].at <= now {
 		ev := x.pending[x.head]
 		x.head++
@@ -260,17 +313,19 @@ func (x *preciseIndex) match(hashes []uint64, counts []int) {
 		counts[i] = 0
 	}
 	for i, h := range hashes {
-		s, ok := x.byHash[h]
-		if !ok || s.first < 0 {
-			return
-		}
 		advanced := false
-		s.each(func(ep int32) {
+		step := func(ep int32) {
 			if counts[ep] == i {
 				counts[ep]++
 				advanced = true
 			}
-		})
+		}
+		if s, ok := x.byHash[h]; ok {
+			s.each(step)
+		}
+		if s, ok := x.spec[h]; ok {
+			s.each(step)
+		}
 		if !advanced {
 			return
 		}

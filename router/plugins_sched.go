@@ -736,11 +736,14 @@ func (p *approxProducer) preRequest(c *cycle, dec, pre int) {
 // which reach it after delay; the score is each endpoint's consecutive
 // matched blocks from the first / total blocks. The block size must equal
 // the engines' (tokenProcessorConfig.blockSize) or nothing ever matches —
-// as in llm-d.
+// as in llm-d. With speculativeIndexing the blocks of a routed prompt count
+// as cached on its endpoint(s) for speculativeTTL (2s) — until the engine's
+// own events have had time to arrive.
 type preciseProducer struct {
 	blockSize int
 	maxBlocks int
 	delay     time.Duration
+	specTTL   time.Duration // > 0: speculativeIndexing with this TTL
 	idx       *preciseIndex
 	info      prefixInfo
 	hashes    []uint64
@@ -763,6 +766,18 @@ func (p *preciseProducer) produce(c *cycle) {
 	p.hashes = promptHashes(p.hashes, c.req, p.blockSize, p.maxBlocks)
 	p.idx.match(p.hashes, p.info.match)
 	p.info.total, p.info.blockSize = len(p.hashes), p.blockSize
+}
+
+// preRequest adds speculative entries for the chosen endpoints
+// (speculativeIndexing: true), as the precise scorer's PreRequest does.
+func (p *preciseProducer) preRequest(c *cycle, dec, pre int) {
+	if p.specTTL <= 0 || len(p.hashes) == 0 {
+		return
+	}
+	p.idx.speculate(c.now+p.specTTL, dec, p.hashes)
+	if pre >= 0 {
+		p.idx.speculate(c.now+p.specTTL, pre, p.hashes)
+	}
 }
 
 func (p *preciseProducer) score(c *cycle, eps []int, out []float64) {

@@ -351,3 +351,23 @@ func TestApproxIndexLRU(t *testing.T) {
 		t.Fatalf("after eviction counts %v, want [2 2] (greedy walk: 0 holds 2,3)", counts)
 	}
 }
+
+func TestPreciseSpeculativeIndexing(t *testing.T) {
+	e := bareEPP(t, 2)
+	p := &preciseProducer{blockSize: 16, delay: 5 * time.Millisecond, specTTL: 2 * time.Second}
+	p.start(e)
+	e.c.req = &Request{ID: 1, Prompt: []workload.Segment{{ID: 1, Len: 64}}, PromptLen: 64}
+	e.c.now = 0
+	p.produce(&e.c)
+	p.preRequest(&e.c, 1, -1)
+	e.c.now = time.Second
+	p.produce(&e.c)
+	if p.info.match[1] != 4 {
+		t.Fatalf("speculative entries not matched: %d", p.info.match[1])
+	}
+	e.c.now = 2 * time.Second
+	p.produce(&e.c)
+	if p.info.match[1] != 0 {
+		t.Fatalf("speculative entries outlived their TTL: %d", p.info.match[1])
+	}
+}

@@ -513,8 +513,9 @@ func buildPrecise(b *builder, _ string, p *params) (any, error) { return precise
 // preciseFrom reads the llm-d-kv-cache configuration of the precise
 // producer / scorer: tokenProcessorConfig.blockSize (top level or under
 // indexerConfig; default 16) and kvBlockIndexConfig.maxPrefixBlocksToMatch;
-// the rest (ZMQ endpoints, hash seed, metrics, pod discovery, speculative
-// indexing) configures I/O and is accepted without effect. The BLIS-only
+// speculativeIndexing / speculativeTTL (2s); the rest (ZMQ endpoints, hash
+// seed, metrics, pod discovery) configures I/O and is accepted without
+// effect. The BLIS-only
 // parameter propagationDelay sets how long a KV event takes to reach the
 // index (default 5ms).
 func preciseFrom(b *builder, p *params) (*preciseProducer, error) {
@@ -546,7 +547,17 @@ func preciseFrom(b *builder, p *params) (*preciseProducer, error) {
 		p.fail(tp, "parameters.tokenProcessorConfig.blockSize", fmt.Sprint(pp.blockSize), "must be > 0 (the engines' block size)")
 	}
 	p.Duration("propagationDelay", &pp.delay)
-	p.Ignore("kvEventsConfig", "speculativeIndexing", "speculativeTTL", "mode")
+	spec := false
+	p.Bool("speculativeIndexing", &spec)
+	ttl := 2 * time.Second
+	p.Duration("speculativeTTL", &ttl)
+	if spec {
+		if ttl <= 0 {
+			ttl = 2 * time.Second
+		}
+		pp.specTTL = ttl
+	}
+	p.Ignore("kvEventsConfig", "mode")
 	b.hasKV = true
 	return pp, p.done()
 }
