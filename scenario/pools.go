@@ -51,8 +51,12 @@ func (v poolsValue) String() string {
 		if ps.Role != "" && ps.Role != "both" {
 			f = append(f, "role: "+ps.Role)
 		}
-		for _, k := range sortedLabelKeys(ps.Labels) {
-			f = append(f, "labels."+k+": "+ps.Labels[k])
+		if len(ps.Labels) > 0 {
+			var l []string
+			for _, k := range sortedLabelKeys(ps.Labels) {
+				l = append(l, strconv.Quote(k)+": "+strconv.Quote(ps.Labels[k]))
+			}
+			f = append(f, "labels: {"+strings.Join(l, ", ")+"}")
 		}
 		for _, kv := range ps.Serve {
 			f = append(f, kv.Key+": "+kv.Value)
