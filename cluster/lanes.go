@@ -344,20 +344,20 @@ func (d *driver) sendLane(li int, w *workload.Request, start bool) {
 	L := d.lanes
 	l := &L.l[li]
 	L.seq++
-	tag := tagTimed
+	kind := uint8(kindTimed)
 	if !d.timed {
-		tag = tagWarmup
+		kind = kindWarmup
 	}
 	var r *engine.Request
 	if start {
-		r = d.newRequest(w, tag, L.seq<<2|3)
-		r.SessionID, r.Turn, r.Final = w.SessionID, w.Turn, w.Final
+		r = d.newRequest(w, kind, L.seq<<2|3)
+		f := d.fl(r)
+		f.session, f.turn, f.final = w.SessionID, w.Turn, w.Final
 	} else {
-		r = d.buildFollowUp(w, tag, L.seq<<2|3)
+		r = d.buildFollowUp(w, kind, L.seq<<2|3)
 	}
-	r.Released = d.now
 	pad := 0
-	if tag == tagWarmup {
+	if kind == kindWarmup {
 		// Every warm-up request asks for one token; the context keeps the
 		// recorded response (agentic_replay.py _WARMUP_MAX_TOKENS).
 		pad, r.MaxTokens = max(w.OutputLen-1, 0), 1

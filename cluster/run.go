@@ -230,14 +230,11 @@ const (
 	evDeliver          // a finished response reaches the client (Target: flight slot; Arg: its generation)
 )
 
-// A request's Tag holds its kind in the low bits and its in-flight slot + 1
-// above them.
+// What the client knows a request as (flight.kind).
 const (
-	tagWarmup  = 1
-	tagTimed   = 2
-	tagAborted = 3 // cancelled by the client; leaves the engine at the end of its step
-	tagBits    = 2
-	tagMask    = 1<<tagBits - 1
+	kindWarmup  = 1
+	kindTimed   = 2
+	kindAborted = 3 // cancelled by the client; leaves the engine at the end of its step
 )
 
 const never = time.Duration(math.MaxInt64)
@@ -305,7 +302,9 @@ type driver struct {
 	follows    []followSlot // follow-ups with a pending release, by event Arg
 	followFree []int32      // free slots of follows
 
-	// In-flight requests by slot (the slot + 1 is in the request's Tag).
+	// The client's record of every request it has made, by slot; the
+	// request's engine.Request.Handle is its slot + 1. A slot is taken
+	// when the request is made and freed when the engine is done with it.
 	flights    []flight
 	flightFree []int32
 	// Request timeouts in send order (sends are in time order and the
@@ -340,12 +339,19 @@ type followSlot struct {
 	gen  uint32
 }
 
+// flight is the client's record of one request, the engine's request
+// carrying only its handle (engine.Request.Handle).
 type flight struct {
-	req  *engine.Request
-	rank int32 // the DP rank serving it
-	lane int32 // −1: no lane
-	pad  int32 // recorded output tokens a one-token warm-up did not generate
-	gen  uint32
+	req      *engine.Request
+	released time.Duration // when the request process released it, before any concurrency wait
+	session  uint64        // multi-turn session (0: none), its turn, and whether it is the last
+	turn     int
+	final    bool
+	kind     uint8
+	rank     int32 // the DP rank serving it
+	lane     int32 // −1: no lane
+	pad      int32 // recorded output tokens a one-token warm-up did not generate
+	gen      uint32
 }
 
 type deadline struct {
@@ -361,7 +367,19 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-func kindOf(r *engine.Request) int { return r.Tag & tagMask }
+// fl is r's record. The pointer is valid until the next request is made.
+func (d *driver) fl(r *engine.Request) *flight { return &d.flights[r.Handle-1] }
+
+func (d *driver) kindOf(r *engine.Request) uint8 { return d.flights[r.Handle-1].kind }
+
+// freeSlot forgets r's record: the engine is done with it.
+func (d *driver) freeSlot(r *engine.Request) {
+	slot := int32(r.Handle - 1)
+	f := &d.flights[slot]
+	*f = flight{gen: f.gen + 1}
+	d.flightFree = append(d.flightFree, slot)
+	r.Handle = 0
+}
 
 // rel converts a simulated time to time since the start of the timed phase,
 // less the idle time the system-idle cap removed.
@@ -385,7 +403,10 @@ func (d *driver) delayOf(c *workload.Request) time.Duration {
 	return c.Delay
 }
 
-func (d *driver) newRequest(w *workload.Request, tag int, salt uint64) *engine.Request {
+// newRequest makes the engine request for w and its record, kind
+// kindWarmup or kindTimed, released now (callers that release it at
+// another time set flight.released).
+func (d *driver) newRequest(w *workload.Request, kind uint8, salt uint64) *engine.Request {
 	var r *engine.Request
 	if n := len(d.pool); n > 0 {
 		r = d.pool[n-1]
@@ -398,13 +419,23 @@ func (d *driver) newRequest(w *workload.Request, tag int, salt uint64) *engine.R
 	// Warm-ups copy the first request: none of them is private, and nor is
 	// the timed request they copy. Lanes may replay the corpus (wrap-around),
 	// so nothing they send is private.
-	r.Private = w.Unique && tag == tagTimed && d.cfg.Mode != Lanes &&
+	r.Private = w.Unique && kind == kindTimed && d.cfg.Mode != Lanes &&
 		(d.cfg.NumWarmups == 0 || w.Index != d.first.Index)
 	r.Prompt = append(r.Prompt, w.Prompt...)
 	r.PromptLen = w.InputLen
 	r.MaxTokens = w.OutputLen
 	r.OutputID = splitmix(d.salt ^ salt)
-	r.Tag = tag
+	var slot int32
+	if n := len(d.flightFree); n > 0 {
+		slot = d.flightFree[n-1]
+		d.flightFree = d.flightFree[:n-1]
+	} else {
+		slot = int32(len(d.flights))
+		d.flights = append(d.flights, flight{})
+	}
+	f := &d.flights[slot]
+	f.req, f.kind, f.released, f.lane = r, kind, d.now, -1
+	r.Handle = uint64(slot) + 1
 	return r
 }
 
@@ -568,8 +599,9 @@ func (d *driver) fill() {
 			r := d.blocked[d.bhead]
 			d.blocked[d.bhead] = nil
 			d.bhead++
-			if kindOf(r) == tagTimed {
+			if d.kindOf(r) == kindTimed {
 				if !d.open() {
+					d.freeSlot(r)
 					d.pool = append(d.pool, r)
 					continue
 				}
@@ -586,8 +618,8 @@ func (d *driver) fill() {
 			}
 			w := d.first
 			w.Index = int64(d.warmNext)
-			r := d.newRequest(&w, tagWarmup, uint64(d.warmNext)<<1|1)
-			r.Released = d.warmAt
+			r := d.newRequest(&w, kindWarmup, uint64(d.warmNext)<<1|1)
+			d.fl(r).released = d.warmAt
 			d.warmNext++
 			d.res.WarmupRequests++
 			d.sendAt(r, -1, 0, d.warmAt)
@@ -610,12 +642,13 @@ func (d *driver) fill() {
 		if d.deferring() {
 			break
 		}
-		r := d.newRequest(&d.next, tagTimed, uint64(d.next.Index)<<1)
-		r.SessionID, r.Turn, r.Final = d.next.SessionID, d.next.Turn, d.next.Final
+		r := d.newRequest(&d.next, kindTimed, uint64(d.next.Index)<<1)
+		f := d.fl(r)
+		f.session, f.turn, f.final = d.next.SessionID, d.next.Turn, d.next.Final
+		f.released = d.releaseAt
 		if d.cfg.CacheBust != CacheBustNone {
 			d.bustStart(r, &d.next)
 		}
-		r.Released = d.releaseAt
 		d.res.Sent++
 		at := d.now // after waiting for a slot, with a cap
 		if d.deferOK {
@@ -657,21 +690,13 @@ func (d *driver) send(r *engine.Request, lane int, pad int) { d.sendAt(r, lane, 
 // by deferring until now).
 func (d *driver) sendAt(r *engine.Request, lane int, pad int, at time.Duration) {
 	d.inFlight++
-	var slot int32
-	if n := len(d.flightFree); n > 0 {
-		slot = d.flightFree[n-1]
-		d.flightFree = d.flightFree[:n-1]
-	} else {
-		slot = int32(len(d.flights))
-		d.flights = append(d.flights, flight{})
-	}
+	slot := int32(r.Handle - 1)
 	f := &d.flights[slot]
-	f.req, f.lane, f.pad = r, int32(lane), int32(pad)
+	f.lane, f.pad = int32(lane), int32(pad)
 	if lane >= 0 {
 		d.lanes.l[lane].inFlight++
 	}
-	r.Tag = r.Tag&tagMask | int(slot+1)<<tagBits
-	if kindOf(r) == tagTimed {
+	if f.kind == kindTimed {
 		d.rec.Send(r.ID, d.rel(at))
 		if d.cfg.RequestTimeout > 0 {
 			d.tq = append(d.tq, deadline{at: at + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
@@ -687,42 +712,41 @@ func (d *driver) sendAt(r *engine.Request, lane int, pad int, at time.Duration) 
 	}
 }
 
-// release frees r's in-flight slot and returns its lane and pad.
-func (d *driver) release(r *engine.Request) (lane int, pad int) {
-	slot := int32(r.Tag>>tagBits) - 1
-	f := &d.flights[slot]
-	lane, pad = int(f.lane), int(f.pad)
-	if lane >= 0 {
-		d.lanes.l[lane].inFlight--
+// clientDone: the client is done with r (its response ended, or it gave
+// up); r's lane, if any, has one request less in flight. It returns r's
+// record as it was (the slot itself stays until the engine is done too).
+func (d *driver) clientDone(r *engine.Request) flight {
+	f := d.fl(r)
+	c := *f
+	if f.lane >= 0 {
+		d.lanes.l[f.lane].inFlight--
 	}
-	f.req = nil
-	f.gen++
-	d.flightFree = append(d.flightFree, slot)
-	r.Tag &= tagMask
-	return lane, pad
+	f.gen++ // pending deadlines and deliveries of r go stale
+	d.inFlight--
+	return c
 }
 
 // leave: a request left the system (finished or rejected).
 func (d *driver) leave(r *engine.Request) {
-	kind := kindOf(r)
-	if kind == tagAborted {
+	if d.kindOf(r) == kindAborted {
 		// The client gave up on it earlier; the engine is done with it now.
+		d.freeSlot(r)
 		d.pool = append(d.pool, r)
 		return
 	}
-	lane, pad := d.release(r)
-	d.inFlight--
-	if kind == tagTimed {
-		d.recordTimed(r)
+	f := d.clientDone(r)
+	d.freeSlot(r)
+	if f.kind == kindTimed {
+		d.recordTimed(r, &f)
 	} else if d.lanes != nil {
 		d.lanes.warmInFlight--
 	} else {
 		d.warmups--
 	}
-	d.sessionDone(r, pad)
-	if lane >= 0 {
-		d.laneDone(lane)
-		d.laneIdle(lane)
+	d.sessionDone(r, &f)
+	if f.lane >= 0 {
+		d.laneDone(int(f.lane))
+		d.laneIdle(int(f.lane))
 	}
 	d.pool = append(d.pool, r)
 }
@@ -742,24 +766,24 @@ func (d *driver) deliver(ev sim.Event) {
 	d.fill()
 }
 
-// clientRecord is what the client knows of r when it ends, before the
-// outcome's times.
-func (d *driver) clientRecord(r *engine.Request) metrics.Record {
+// clientRecord is what the client knows of r (its record f) when it ends,
+// before the outcome's times.
+func (d *driver) clientRecord(r *engine.Request, f *flight) metrics.Record {
 	return metrics.Record{
 		Index:           r.ID,
 		Sent:            d.rel(r.Arrived),
-		ClientQueueTime: r.Arrived - r.Released,
+		ClientQueueTime: r.Arrived - f.released,
 		InputTokens:     r.PromptLen,
 		OutputTokens:    r.NumOutput,
 		CachedTokens:    r.CachedTokens,
 		Preemptions:     r.Preemptions,
-		Session:         r.SessionID,
-		Turn:            r.Turn,
+		Session:         f.session,
+		Turn:            f.turn,
 	}
 }
 
-func (d *driver) recordTimed(r *engine.Request) {
-	m := d.clientRecord(r)
+func (d *driver) recordTimed(r *engine.Request, f *flight) {
+	m := d.clientRecord(r, f)
 	end := d.now
 	if r.Status == engine.StatusRejected {
 		m.Rejected, m.RejectReason = true, r.RejectReason
@@ -842,7 +866,8 @@ func (d *driver) closeWindow() {
 	d.closed = true
 	d.idleAt = never
 	for i := d.bhead; i < len(d.blocked); i++ {
-		if r := d.blocked[i]; kindOf(r) == tagTimed {
+		if r := d.blocked[i]; d.kindOf(r) == kindTimed {
+			d.freeSlot(r)
 			d.pool = append(d.pool, r)
 		}
 	}
@@ -867,10 +892,10 @@ func (d *driver) closeWindow() {
 // held back past its deadline.
 func (d *driver) expire(slot int32, at time.Duration) {
 	r, eng := d.flights[slot].req, d.engs[d.flights[slot].rank]
-	lane, _ := d.release(r)
-	d.inFlight--
+	f := d.clientDone(r)
+	lane := int(f.lane)
 	d.res.TimedOut++
-	m := d.clientRecord(r)
+	m := d.clientRecord(r, &f)
 	m.Rejected = true
 	m.RejectReason = fmt.Sprintf("timeout: no complete response within %v (--request-timeout-seconds)", d.cfg.RequestTimeout)
 	m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(at)
@@ -878,9 +903,11 @@ func (d *driver) expire(slot int32, at time.Duration) {
 	d.lastT = max(d.lastT, d.rel(at))
 	d.rec.Finish(m)
 	d.progress()
-	d.sessionDone(r, 0)
-	r.Tag = tagAborted
+	f.pad = 0
+	d.sessionDone(r, &f)
+	d.fl(r).kind = kindAborted
 	if eng.Abort(r) {
+		d.freeSlot(r)
 		d.pool = append(d.pool, r) // left the engine at once
 	}
 	if lane >= 0 {
@@ -1025,7 +1052,7 @@ func (d *driver) complete(e *engine.Engine) {
 	var runLen int64
 	for i := range samples {
 		s := &samples[i]
-		if kindOf(s.Req) != tagTimed {
+		if d.kindOf(s.Req) != kindTimed {
 			continue
 		}
 		timedTokens++
@@ -1052,9 +1079,8 @@ func (d *driver) complete(e *engine.Engine) {
 	}
 	for i := range samples {
 		if r := samples[i].Req; samples[i].Done {
-			if d.cfg.FrontendLatency > 0 && kindOf(r) != tagAborted {
-				slot := int32(r.Tag>>tagBits) - 1
-				d.q.Push(sim.Event{At: d.now + d.cfg.FrontendLatency, Kind: evDeliver, Target: int(slot), Arg: int64(d.flights[slot].gen)})
+			if f := d.fl(r); d.cfg.FrontendLatency > 0 && f.kind != kindAborted {
+				d.q.Push(sim.Event{At: d.now + d.cfg.FrontendLatency, Kind: evDeliver, Target: int(r.Handle - 1), Arg: int64(f.gen)})
 				continue
 			}
 			d.leave(r)

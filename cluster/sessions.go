@@ -173,8 +173,7 @@ func (d *driver) releaseFollowUp(ev sim.Event) {
 		d.laneFollowUp(c)
 		return
 	}
-	r := d.buildFollowUp(c, tagTimed, uint64(c.Index)<<1)
-	r.Released = d.now
+	r := d.buildFollowUp(c, kindTimed, uint64(c.Index)<<1)
 	d.blocked = append(d.blocked, r)
 	d.fill()
 }
@@ -182,8 +181,8 @@ func (d *driver) releaseFollowUp(ev sim.Event) {
 // buildFollowUp materialises a follow-up: the predecessor's context, then
 // its own prompt; a branch inherits its tree's cache-bust marker, and a
 // fresh branch carries it in its first message.
-func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engine.Request {
-	r := d.newRequest(c, tag, salt)
+func (d *driver) buildFollowUp(c *workload.Request, kind uint8, salt uint64) *engine.Request {
+	r := d.newRequest(c, kind, salt)
 	if c.PrevContext {
 		pred := d.sess(c.SessionID)
 		if c.Turn == 0 {
@@ -199,7 +198,8 @@ func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engin
 			d.insertMarker(r, m, c.SystemSegments)
 		}
 	}
-	r.SessionID, r.Turn, r.Final = c.SessionID, c.Turn, c.Final
+	f := d.fl(r)
+	f.session, f.turn, f.final = c.SessionID, c.Turn, c.Final
 	return r
 }
 
@@ -208,16 +208,17 @@ func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engin
 // are released. pad is recorded output the turn did not generate (a
 // one-token warm-up): the context still holds that many tokens, as the
 // replayed conversation does, but the engine never computed them.
-func (d *driver) sessionDone(r *engine.Request, pad int) {
-	if r.SessionID == 0 {
+func (d *driver) sessionDone(r *engine.Request, f *flight) {
+	if f.session == 0 {
 		return
 	}
-	s := d.sess(r.SessionID)
+	pad := int(f.pad)
+	s := d.sess(f.session)
 	if d.lanes != nil && r.Status == engine.StatusRejected {
 		d.stopSession(s)
 		return
 	}
-	s.doneTurn, s.doneAt = r.Turn, d.now
+	s.doneTurn, s.doneAt = f.turn, d.now
 	s.ctx = append(s.ctx[:0], r.Prompt...)
 	s.ctxLen = r.PromptLen
 	if r.NumOutput > 0 {
@@ -228,16 +229,16 @@ func (d *driver) sessionDone(r *engine.Request, pad int) {
 		s.ctx = append(s.ctx, workload.Segment{ID: splitmix(r.OutputID ^ tagPad), Len: pad})
 		s.ctxLen += pad
 	}
-	for _, b := range s.branchWait[r.Turn] {
+	for _, b := range s.branchWait[f.turn] {
 		d.releaseFollowAt(b, d.now)
 	}
-	delete(s.branchWait, r.Turn)
-	if r.Final && s.isBranch {
+	delete(s.branchWait, f.turn)
+	if f.final && s.isBranch {
 		d.branchFinished(s)
 	}
-	d.tryRelease(r.SessionID, s, r.Turn+1)
-	if r.Final && len(s.parked) == 0 && len(s.branchWait) == 0 {
-		delete(d.sessions, r.SessionID)
+	d.tryRelease(f.session, s, f.turn+1)
+	if f.final && len(s.parked) == 0 && len(s.branchWait) == 0 {
+		delete(d.sessions, f.session)
 	}
 }
 
