@@ -1,4 +1,4 @@
-package cluster
+package client
 
 import (
 	"math/rand/v2"
@@ -38,10 +38,10 @@ const (
 	tagMarker = 0x6d61726b00000000 // "mark": cache-bust markers
 )
 
-// markerTokens is the length of aiperf's cache-bust marker
+// MarkerTokens is the length of aiperf's cache-bust marker
 // "[rid:<12 hex digits>]\n\n" (timing/strategies/cache_bust.py): about 16
 // tokens under Llama-3-style BPE, which splits hex digits one by one.
-const markerTokens = 16
+const MarkerTokens = 16
 
 type lanes struct {
 	l    []lane
@@ -72,10 +72,10 @@ type lane struct {
 	hold      []*workload.Request // released in the warm-up, sent in the timed phase
 }
 
-func (d *driver) warmBudget() int { return d.cfg.WarmupRequestsPerLane }
+func (d *Client) warmBudget() int { return d.cfg.WarmupRequestsPerLane }
 
 // startLanes begins a Lanes run: the primers, or the timed phase at once.
-func (d *driver) startLanes() error {
+func (d *Client) startLanes() error {
 	L := &lanes{
 		l:      make([]lane, d.cfg.MaxConcurrency),
 		rng:    sim.RNG(d.cfg.Seed, "cluster.lanes"),
@@ -105,7 +105,7 @@ func (d *driver) startLanes() error {
 // [min(⌊min·n⌋, n−2), min(⌊max·n⌋, n−2)], so at least one turn follows the
 // primer (0 when n ≤ 2). aiperf skips traces of one turn; BLIS primes their
 // only turn and lets the lane move on.
-func (d *driver) sampleStart(t *trajectory) int {
+func (d *Client) sampleStart(t *trajectory) int {
 	n := t.rootTurns()
 	if n <= 2 {
 		return 0
@@ -120,7 +120,7 @@ func (d *driver) sampleStart(t *trajectory) int {
 
 // settle moves a lanes warm-up on when nothing of it is left in flight:
 // from the primers to the no-delay stage, then to the timed phase.
-func (d *driver) settle() {
+func (d *Client) settle() {
 	L := d.lanes
 	if L == nil || !L.warm || L.warmInFlight > 0 || L.warmPending > 0 || L.startsPending > 0 {
 		return
@@ -131,7 +131,7 @@ func (d *driver) settle() {
 			l := &L.l[li]
 			for _, c := range l.hold {
 				L.warmPending++
-				d.pushFollow(c, d.now)
+				d.pushFollow(c, d.now())
 			}
 			l.hold = l.hold[:0]
 			if l.needTraj {
@@ -148,13 +148,13 @@ func (d *driver) settle() {
 }
 
 // lanesTimed starts the timed phase of a Lanes run.
-func (d *driver) lanesTimed() {
+func (d *Client) lanesTimed() {
 	L := d.lanes
 	carry := d.warmBudget() > 0
 	for li := range L.l {
 		l := &L.l[li]
 		for _, c := range l.hold {
-			at := d.now
+			at := d.now()
 			if carry {
 				at += d.delayOf(c)
 			}
@@ -169,15 +169,15 @@ func (d *driver) lanesTimed() {
 	}
 }
 
-func (d *driver) queueLaneStart(li int) {
+func (d *Client) queueLaneStart(li int) {
 	d.lanes.startsPending++
-	d.q.Push(sim.Event{At: d.now, Kind: evLaneStart, Target: li})
+	d.srv.At(sim.Event{At: d.now(), Kind: evLaneStart, Target: li})
 }
 
 // laneDone: one request of lane li's play is done; when none is left the
 // lane takes its next trajectory (through an event, so a run of refused
 // requests does not recurse).
-func (d *driver) laneDone(li int) {
+func (d *Client) laneDone(li int) {
 	l := &d.lanes.l[li]
 	l.remaining--
 	if l.remaining > 0 {
@@ -191,7 +191,7 @@ func (d *driver) laneDone(li int) {
 // its requests is in flight, its pending releases all move earlier by the
 // same amount so the next comes within the cap (aiperf advances the tree's
 // pending timers uniformly; InferenceX benchmark_lib.sh build_replay_cmd).
-func (d *driver) laneIdle(li int) {
+func (d *Client) laneIdle(li int) {
 	l := &d.lanes.l[li]
 	cp := d.cfg.TraceIdleGapCap
 	if cp <= 0 || !d.timed || l.inFlight > 0 || len(l.pend) == 0 {
@@ -201,7 +201,7 @@ func (d *driver) laneIdle(li int) {
 	for _, s := range l.pend {
 		next = min(next, d.follows[s].at)
 	}
-	j := next - d.now - cp
+	j := next - d.now() - cp
 	if j <= 0 {
 		return
 	}
@@ -209,13 +209,13 @@ func (d *driver) laneIdle(li int) {
 		f := &d.follows[s]
 		f.gen++
 		f.at -= j
-		d.q.Push(sim.Event{At: f.at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(s)})
+		d.srv.At(sim.Event{At: f.at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(s)})
 	}
 	d.res.TraceIdle.Jumps++
 	d.res.TraceIdle.Skipped += j
 }
 
-func (d *driver) laneStart(li int) {
+func (d *Client) laneStart(li int) {
 	d.lanes.startsPending--
 	if !d.lanes.l[li].active {
 		d.startLane(li)
@@ -223,7 +223,7 @@ func (d *driver) laneStart(li int) {
 }
 
 // startLane gives lane li its next trajectory, from turn 0.
-func (d *driver) startLane(li int) {
+func (d *Client) startLane(li int) {
 	L := d.lanes
 	l := &L.l[li]
 	if d.timed {
@@ -246,7 +246,7 @@ func (d *driver) startLane(li int) {
 // start request is sent now, every later request of the tree is parked
 // behind its predecessor. Sessions get IDs unique to the play, so replays
 // of one trajectory never meet.
-func (d *driver) feed(li int, t *trajectory, k int) {
+func (d *Client) feed(li int, t *trajectory, k int) {
 	L := d.lanes
 	l := &L.l[li]
 	L.plays++
@@ -275,8 +275,8 @@ func (d *driver) feed(li int, t *trajectory, k int) {
 		buf = append(buf, t.prompt(i)...)
 		plen += q.InputLen
 		if pos == 0 && marker != 0 {
-			buf = insertSeg(buf, at+d.markerPos(q.SystemSegments, len(buf)-at), workload.Segment{ID: marker, Len: markerTokens})
-			plen += markerTokens
+			buf = insertSeg(buf, at+d.markerPos(q.SystemSegments, len(buf)-at), workload.Segment{ID: marker, Len: MarkerTokens})
+			plen += MarkerTokens
 		}
 		if pos == k {
 			si = i
@@ -340,7 +340,7 @@ func (d *driver) feed(li int, t *trajectory, k int) {
 // sendLane sends a lane's request: a trajectory's start (w's prompt is
 // final) or a released follow-up (built from its predecessor's context). In
 // the warm-up it spends the lane's budget.
-func (d *driver) sendLane(li int, w *workload.Request, start bool) {
+func (d *Client) sendLane(li int, w *workload.Request, start bool) {
 	L := d.lanes
 	l := &L.l[li]
 	L.seq++
@@ -383,7 +383,7 @@ func (d *driver) sendLane(li int, w *workload.Request, start bool) {
 // warmRelease: a follow-up released during a lanes warm-up goes out at once
 // in the no-delay stage while its lane has budget, else waits for the timed
 // phase.
-func (d *driver) warmRelease(c *workload.Request) {
+func (d *Client) warmRelease(c *workload.Request) {
 	L := d.lanes
 	l := &L.l[d.sess(c.SessionID).lane]
 	if !L.accel || L.budget || l.warmSent >= d.warmBudget() {
@@ -391,11 +391,11 @@ func (d *driver) warmRelease(c *workload.Request) {
 		return
 	}
 	L.warmPending++
-	d.pushFollow(c, d.now)
+	d.pushFollow(c, d.now())
 }
 
 // laneFollowUp sends a released follow-up on its lane.
-func (d *driver) laneFollowUp(c *workload.Request) {
+func (d *Client) laneFollowUp(c *workload.Request) {
 	L := d.lanes
 	li := int(d.sess(c.SessionID).lane)
 	if !d.timed {
@@ -412,7 +412,7 @@ func (d *driver) laneFollowUp(c *workload.Request) {
 
 // markerPos is where a cache-bust marker goes in a first message of n
 // segments whose first sys are a system prompt.
-func (d *driver) markerPos(sys, n int) int {
+func (d *Client) markerPos(sys, n int) int {
 	if d.cfg.CacheBust == CacheBustSystemPrefix {
 		return 0
 	}
@@ -421,14 +421,14 @@ func (d *driver) markerPos(sys, n int) int {
 
 // insertMarker puts marker m into r's first message (its prompt starts with
 // it) and counts its tokens.
-func (d *driver) insertMarker(r *engine.Request, m uint64, sys int) {
-	r.Prompt = insertSeg(r.Prompt, d.markerPos(sys, len(r.Prompt)), workload.Segment{ID: m, Len: markerTokens})
-	r.PromptLen += markerTokens
+func (d *Client) insertMarker(r *engine.Request, m uint64, sys int) {
+	r.Prompt = insertSeg(r.Prompt, d.markerPos(sys, len(r.Prompt)), workload.Segment{ID: m, Len: MarkerTokens})
+	r.PromptLen += MarkerTokens
 }
 
 // bustStart marks a PerRequest session start (or standalone request) with
 // its own marker, which the session's branches inherit.
-func (d *driver) bustStart(r *engine.Request, w *workload.Request) {
+func (d *Client) bustStart(r *engine.Request, w *workload.Request) {
 	m := splitmix(d.salt^tagMarker^uint64(w.Index)) | 1
 	d.insertMarker(r, m, w.SystemSegments)
 	if w.SessionID != 0 {

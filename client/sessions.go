@@ -1,4 +1,4 @@
-package cluster
+package client
 
 import (
 	"time"
@@ -42,7 +42,7 @@ func isFollowUp(r *workload.Request) bool {
 	return r.SessionID != 0 && (r.Turn > 0 || r.ParentSession != 0)
 }
 
-func (d *driver) sess(id uint64) *session {
+func (d *Client) sess(id uint64) *session {
 	if d.sessions == nil {
 		d.sessions = map[uint64]*session{}
 	}
@@ -62,7 +62,7 @@ func cloneReq(w *workload.Request) *workload.Request {
 
 // park keeps a follow-up until its predecessor finishes, releasing it at
 // once if that already happened.
-func (d *driver) park(w *workload.Request) {
+func (d *Client) park(w *workload.Request) {
 	c := cloneReq(w)
 	d.res.Sessions.FollowUps++
 	if c.ParentSession != 0 && c.Turn == 0 {
@@ -89,7 +89,7 @@ func (d *driver) park(w *workload.Request) {
 
 // tryRelease releases turn of session s when its predecessor and the
 // branches it joins have all finished.
-func (d *driver) tryRelease(id uint64, s *session, turn int) {
+func (d *Client) tryRelease(id uint64, s *session, turn int) {
 	c := s.parked[turn]
 	if c == nil || s.doneTurn != turn-1 || s.branchDone[turn-1] < c.WaitBranches {
 		return
@@ -105,23 +105,23 @@ func (d *driver) tryRelease(id uint64, s *session, turn int) {
 // releaseFollowAt schedules a follow-up whose predecessors finished at
 // base: its (capped) delay later, in PerRequest mode never before its
 // Arrival. In a lanes warm-up it goes to the lane's warm-up instead.
-func (d *driver) releaseFollowAt(c *workload.Request, base time.Duration) {
+func (d *Client) releaseFollowAt(c *workload.Request, base time.Duration) {
 	if d.lanes != nil {
 		if !d.timed {
 			d.warmRelease(c)
 			return
 		}
-		d.pushFollow(c, max(base+d.delayOf(c), d.now))
+		d.pushFollow(c, max(base+d.delayOf(c), d.now()))
 		return
 	}
 	at := base + d.delayOf(c)
 	if arr := d.origin() + c.Arrival; arr > at {
 		at = arr
 	}
-	d.pushFollow(c, max(at, d.now))
+	d.pushFollow(c, max(at, d.now()))
 }
 
-func (d *driver) pushFollow(c *workload.Request, at time.Duration) {
+func (d *Client) pushFollow(c *workload.Request, at time.Duration) {
 	var i int32
 	if n := len(d.followFree); n > 0 {
 		i = d.followFree[n-1]
@@ -137,19 +137,19 @@ func (d *driver) pushFollow(c *workload.Request, at time.Duration) {
 		l := &d.lanes.l[f.lane]
 		l.pend = append(l.pend, i)
 	}
-	d.q.Push(sim.Event{At: at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(i)})
+	d.srv.At(sim.Event{At: at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(i)})
 }
 
 // followStale reports whether a follow-up event was superseded (its
 // release moved earlier).
-func (d *driver) followStale(ev sim.Event) bool {
+func (d *Client) followStale(ev sim.Event) bool {
 	return d.follows[ev.Arg].gen != uint32(ev.Target)
 }
 
 // releaseFollowUp turns a released follow-up into an engine request, its
 // prompt prefixed with the predecessor's context, queued for a slot (or, in
 // Lanes mode, sent on its lane).
-func (d *driver) releaseFollowUp(ev sim.Event) {
+func (d *Client) releaseFollowUp(ev sim.Event) {
 	if d.followStale(ev) {
 		return
 	}
@@ -181,7 +181,7 @@ func (d *driver) releaseFollowUp(ev sim.Event) {
 // buildFollowUp materialises a follow-up: the predecessor's context, then
 // its own prompt; a branch inherits its tree's cache-bust marker, and a
 // fresh branch carries it in its first message.
-func (d *driver) buildFollowUp(c *workload.Request, kind uint8, salt uint64) *engine.Request {
+func (d *Client) buildFollowUp(c *workload.Request, kind uint8, salt uint64) *engine.Request {
 	r := d.newRequest(c, kind, salt)
 	if c.PrevContext {
 		pred := d.sess(c.SessionID)
@@ -208,7 +208,7 @@ func (d *driver) buildFollowUp(c *workload.Request, kind uint8, salt uint64) *en
 // are released. pad is recorded output the turn did not generate (a
 // one-token warm-up): the context still holds that many tokens, as the
 // replayed conversation does, but the engine never computed them.
-func (d *driver) sessionDone(r *engine.Request, f *flight) {
+func (d *Client) sessionDone(r *engine.Request, f *flight) {
 	if f.session == 0 {
 		return
 	}
@@ -218,7 +218,7 @@ func (d *driver) sessionDone(r *engine.Request, f *flight) {
 		d.stopSession(s)
 		return
 	}
-	s.doneTurn, s.doneAt = f.turn, d.now
+	s.doneTurn, s.doneAt = f.turn, d.now()
 	s.ctx = append(s.ctx[:0], r.Prompt...)
 	s.ctxLen = r.PromptLen
 	if r.NumOutput > 0 {
@@ -230,7 +230,7 @@ func (d *driver) sessionDone(r *engine.Request, f *flight) {
 		s.ctxLen += pad
 	}
 	for _, b := range s.branchWait[f.turn] {
-		d.releaseFollowAt(b, d.now)
+		d.releaseFollowAt(b, d.now())
 	}
 	delete(s.branchWait, f.turn)
 	if f.final && s.isBranch {
@@ -244,13 +244,13 @@ func (d *driver) sessionDone(r *engine.Request, f *flight) {
 
 // branchFinished tells a branch's parent that it is done, releasing the
 // joining turn when it was the last one.
-func (d *driver) branchFinished(s *session) {
+func (d *Client) branchFinished(s *session) {
 	p := d.sess(s.parent)
 	if p.branchDone == nil {
 		p.branchDone, p.branchAt = map[int]int{}, map[int]time.Duration{}
 	}
 	p.branchDone[s.parentTurn]++
-	p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now)
+	p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now())
 	d.tryRelease(s.parent, p, s.parentTurn+1)
 }
 
@@ -260,7 +260,7 @@ func (d *driver) branchFinished(s *session) {
 // short-circuit). Its parked turns and the branches that would have
 // started after them are dropped; a stopped branch lets its parent's join
 // go on without it (BranchOrchestrator.on_child_stopped).
-func (d *driver) stopSession(s *session) {
+func (d *Client) stopSession(s *session) {
 	s.stopped = true
 	dropped := len(s.parked)
 	s.parked = nil
@@ -280,7 +280,7 @@ func (d *driver) stopSession(s *session) {
 
 // dropTree forgets a branch that never started and everything under it,
 // returning how many of its requests will not be sent besides its first.
-func (d *driver) dropTree(id uint64) int {
+func (d *Client) dropTree(id uint64) int {
 	b := d.sessions[id]
 	if b == nil {
 		return 0
