@@ -366,6 +366,7 @@ func (d *Client) Result() Result { return d.res }
 // Rel converts a simulated time to time since the start of the timed
 // phase, less the idle time the system-idle cap removed.
 func (d *Client) Rel(t time.Duration) time.Duration { return d.rel(t) }
+
 // fail counts a timed request's failure under its kind.
 func (d *Client) fail(reason string) {
 	kind, _, _ := strings.Cut(reason, ":")
@@ -821,6 +822,7 @@ func (d *Client) skipIdle() {
 		d.windowEnd += j
 	}
 }
+
 // Tokens: a step produced samples (its output tokens, engine.Complete's);
 // the client streams them FrontendLatency later. Timed requests' tokens
 // and inter-token gaps are recorded.
