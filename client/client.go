@@ -118,9 +118,10 @@ type Server interface {
 	// NewRequest returns a blank request with a fresh Handle.
 	NewRequest() *engine.Request
 	// Send hands r to the gateway; the client sent it at `at` ≤ Now (it
-	// held r back until now: deferral). A refusal comes back at once
-	// through Client.Ended.
-	Send(r *engine.Request, at time.Duration)
+	// held r back until now: deferral). session is the multi-turn session
+	// it belongs to (0: none), which a router may keep affinity to. A
+	// refusal may come back at once, through Client.Ended.
+	Send(r *engine.Request, at time.Duration, session uint64)
 	// Cancel: the client gave up on r (a timeout); it never hears of r
 	// again.
 	Cancel(r *engine.Request)
@@ -230,6 +231,7 @@ type followSlot struct {
 type flight struct {
 	req      *engine.Request
 	released time.Duration // when the request process released it, before any concurrency wait
+	sent     time.Duration // when the client sent it
 	session  uint64        // multi-turn session (0: none), its turn, and whether it is the last
 	turn     int
 	final    bool
@@ -604,7 +606,8 @@ func (d *Client) sendAt(r *engine.Request, lane int, pad int, at time.Duration) 
 			d.tq = append(d.tq, deadline{at: at + d.cfg.RequestTimeout, slot: slot, gen: f.gen})
 		}
 	}
-	d.srv.Send(r, at)
+	f.sent = at
+	d.srv.Send(r, at, f.session)
 }
 
 // clientDone: the client is done with r (its response ended, or it gave
@@ -640,7 +643,7 @@ func (d *Client) leave(r *engine.Request) {
 
 // Ended: r's response reached the client (r.Status is StatusFinished), or
 // r was refused (StatusRejected, r.RejectReason says why: the engine's
-// admission checks or the router). The client records it and moves its
+// admission checks or the router; r.Arrived is when). The client records it and moves its
 // session on; the loop reuses r afterwards. Once the loop has handed over
 // the requests that ended together it calls Resume.
 func (d *Client) Ended(r *engine.Request) { d.leave(r) }
@@ -650,8 +653,8 @@ func (d *Client) Ended(r *engine.Request) { d.leave(r) }
 func (d *Client) clientRecord(r *engine.Request, f *flight) metrics.Record {
 	return metrics.Record{
 		Index:           r.ID,
-		Sent:            d.rel(r.Arrived),
-		ClientQueueTime: r.Arrived - f.released,
+		Sent:            d.rel(f.sent),
+		ClientQueueTime: f.sent - f.released,
 		InputTokens:     r.PromptLen,
 		OutputTokens:    r.NumOutput,
 		CachedTokens:    r.CachedTokens,
@@ -666,10 +669,13 @@ func (d *Client) recordTimed(r *engine.Request, f *flight) {
 	end := d.now()
 	if r.Status == engine.StatusRejected {
 		m.Rejected, m.RejectReason = true, r.RejectReason
-		m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, m.Sent
+		// Refused when it reached the server that refused it (r.Arrived):
+		// an engine on arrival (a deferred request arrived earlier than
+		// now), a router when it decided.
+		m.Scheduled, m.FirstToken, m.Finish = m.Sent, m.Sent, d.rel(r.Arrived)
 		d.res.Rejected++
 		d.fail(r.RejectReason)
-		end = r.Arrived // refused on arrival (a deferred request arrived earlier than now)
+		end = r.Arrived
 	} else {
 		m.Scheduled = d.rel(r.FirstScheduled)
 		m.FirstToken = d.rel(r.FirstToken + d.cfg.FrontendLatency)

@@ -19,6 +19,7 @@ type endpoint struct {
 	pricer     kernel.Pricer
 	engs       []*engine.Engine // its ranks (a slice of loop.engs)
 	first, n   int              // global index of its first rank, and how many it has
+	ready      bool             // queued in loop.ready
 	batches    []kernel.Batch   // lockstep DP: every rank's batch of the group step (nil: ranks step alone)
 }
 

@@ -8,16 +8,23 @@ import (
 	"blis/engine"
 	"blis/kernel"
 	"blis/metrics"
+	"blis/router"
 	"blis/sim"
 )
 
-// loop is one run: the clock, the event queue, the endpoints and the
-// requests the client made, driven in simulated time order. It serves the
-// client through client.Server.
+// loop is one run: the clock, the event queue, the endpoints, the router
+// and the requests the client made, driven in simulated time order. It
+// serves the client through client.Server.
+//
+// Its cost per event does not grow with the number of endpoints: only the
+// endpoints that got work or ended a step since the last pass are
+// scheduled (ready), and idleness is kept in counters. Only the router's
+// scrapes visit every endpoint, once per ScrapeInterval.
 type loop struct {
 	cfg Config
 	cl  *client.Client
 	rec *metrics.Recorder
+	rt  router.Router // nil: one endpoint gets everything
 
 	q   sim.Queue
 	now time.Duration
@@ -31,35 +38,100 @@ type loop struct {
 	reqs     []reqState
 	freeReqs []int32
 
+	ready     []int32 // endpoints that may start a step (endpoint.ready marks them)
+	stepping  int     // steps in flight
+	inEngines int     // requests an engine holds (waiting, running, or aborted in a step)
+	live      int     // requests sent and not yet ended for both the client and the servers
+
+	// Router state: the next scrape, KV events or other calls since the
+	// last Ready (routerDirty), a Ready call in progress, and the last
+	// instant the router's own wake-up was served.
+	nextScrape  time.Duration
+	scrapeEvery time.Duration
+	kv          bool
+	kvSinks     []kvSink
+	routerDirty bool
+	pumping     bool
+	lastWake    time.Duration
+	woke        bool
+
 	batch kernel.Batch
 	res   Result
+	err   error // a router broke its contract
 }
 
 // A request's phase in the loop.
 const (
 	phaseFree       uint8 = iota
 	phaseMade             // made by the client, not sent yet
+	phaseRouting          // submitted to the router, no decision yet
 	phaseServing          // in an engine (waiting, running or finished there)
 	phaseDelivering       // finished; its response is on the way to the client
-	phaseCancelled        // the client gave up; still in an engine's step until it ends
+	phaseCancelled        // the client gave up; still in an engine's step, or at the router, until it lets go
 )
 
 // reqState is the loop's record of one request (the engine sees only its
 // Handle, this slot + 1).
 type reqState struct {
 	req   *engine.Request
-	ep    int32 // the endpoint serving it
-	rank  int32 // the global rank serving it
+	rr    *router.Request // what the router sees of it (made once per slot: the router keeps the pointer)
+	ep    int32           // the endpoint serving it
+	rank  int32           // the global rank serving it
 	phase uint8
 	gen   uint32 // moves on when a pending delivery must not happen
 }
 
 func newLoop(cfg Config, rec *metrics.Recorder) (*loop, error) {
-	l := &loop{cfg: cfg, rec: rec}
+	l := &loop{cfg: cfg, rec: rec, rt: cfg.Router, nextScrape: never}
 	if err := l.buildEndpoints(); err != nil {
 		return nil, err
 	}
+	if l.rt == nil {
+		return l, nil
+	}
+	eps := make([]router.Endpoint, len(l.eps))
+	for i := range l.eps {
+		e := &l.eps[i]
+		labels := make(map[string]string, len(e.labels)+1)
+		for k, v := range e.labels {
+			labels[k] = v
+		}
+		labels["llm-d.ai/role"] = [...]string{"both", "prefill", "decode"}[e.role]
+		eps[i] = router.Endpoint{Name: e.name, Pool: e.pool, Role: e.role, Labels: labels,
+			BlockSize: e.cfg.BlockSize, KVBlocks: e.n * (e.cfg.NumGPUBlocks - 1), MaxNumSeqs: e.n * e.cfg.MaxNumSeqs}
+	}
+	if err := l.rt.Start(eps, cfg.Seed); err != nil {
+		return nil, fmt.Errorf("cluster: router: %w", err)
+	}
+	if l.kv = l.rt.KVEvents(); l.kv {
+		l.kvSinks = make([]kvSink, len(l.eps))
+		for i := range l.eps {
+			l.kvSinks[i] = kvSink{l: l, ep: i}
+			for _, eng := range l.eps[i].engs {
+				eng.SetKVEvents(&l.kvSinks[i])
+			}
+		}
+	}
+	if l.scrapeEvery = l.rt.ScrapeInterval(); l.scrapeEvery > 0 {
+		l.nextScrape = 0
+	}
 	return l, nil
+}
+
+// kvSink forwards one endpoint's KV events to the router.
+type kvSink struct {
+	l  *loop
+	ep int
+}
+
+func (k *kvSink) BlockStored(h uint64) {
+	k.l.rt.BlockStored(k.l.now, k.ep, h)
+	k.l.routerDirty = true
+}
+
+func (k *kvSink) BlockRemoved(h uint64) {
+	k.l.rt.BlockRemoved(k.l.now, k.ep, h)
+	k.l.routerDirty = true
 }
 
 // client.Server
@@ -78,6 +150,9 @@ func (l *loop) NewRequest() *engine.Request {
 	}
 	st := &l.reqs[slot]
 	st.phase, st.ep, st.rank = phaseMade, -1, -1
+	if l.rt != nil && st.rr == nil {
+		st.rr = &router.Request{}
+	}
 	st.req.Handle = uint64(slot) + 1
 	return st.req
 }
@@ -88,6 +163,9 @@ func (l *loop) Drop(r *engine.Request) { l.release(r) }
 func (l *loop) release(r *engine.Request) {
 	slot := int32(r.Handle - 1)
 	st := &l.reqs[slot]
+	if st.phase != phaseMade {
+		l.live--
+	}
 	st.phase = phaseFree
 	st.gen++
 	l.freeReqs = append(l.freeReqs, slot)
@@ -95,9 +173,76 @@ func (l *loop) release(r *engine.Request) {
 
 func (l *loop) At(ev sim.Event) { l.q.Push(ev) }
 
-// Send hands r to its endpoint: the only one (there is no router yet).
-func (l *loop) Send(r *engine.Request, at time.Duration) {
-	l.assign(r, 0, at)
+// Send hands r to the router, or with none to the only endpoint.
+func (l *loop) Send(r *engine.Request, at time.Duration, session uint64) {
+	l.live++
+	if l.rt == nil {
+		l.assign(r, 0, at)
+		return
+	}
+	st := &l.reqs[r.Handle-1]
+	*st.rr = router.Request{ID: r.ID, Prompt: r.Prompt, PromptLen: r.PromptLen, MaxTokens: r.MaxTokens,
+		Session: session, Handle: r.Handle}
+	st.phase = phaseRouting
+	l.rt.Submit(l.now, st.rr)
+	l.pump()
+}
+
+// pump collects the router's decisions and acts on them, until it has no
+// more (acting on one can make others: a refusal ends a request). A call
+// made while one runs (a refusal's Finished) is covered by the running one.
+func (l *loop) pump() {
+	if l.rt == nil || l.pumping {
+		return
+	}
+	l.pumping = true
+	l.routerDirty = false
+	for {
+		as := l.rt.Ready(l.now)
+		if len(as) == 0 {
+			break
+		}
+		for i := range as {
+			l.route(&as[i])
+		}
+	}
+	l.pumping = false
+}
+
+// route acts on one decision of the router.
+func (l *loop) route(a *router.Assignment) {
+	h := a.Req.Handle
+	if h == 0 || h > uint64(len(l.reqs)) || l.reqs[h-1].rr != a.Req {
+		l.fault(fmt.Errorf("cluster: the router returned a request it was not given (handle %d)", h))
+		return
+	}
+	st := &l.reqs[h-1]
+	r := st.req
+	switch {
+	case st.phase == phaseCancelled:
+		// The client gave up while the request waited at the router.
+		if !a.Rejected && a.Endpoint >= 0 && a.Endpoint < len(l.eps) {
+			l.rt.Finished(l.now, a.Req, a.Endpoint)
+		}
+		l.release(r)
+	case st.phase != phaseRouting:
+		l.fault(fmt.Errorf("cluster: the router decided twice on request %d", r.ID))
+	case a.Rejected:
+		r.Status, r.RejectReason, r.Arrived = engine.StatusRejected, a.Reason, l.now
+		l.cl.Ended(r)
+		l.release(r)
+	case a.Endpoint < 0 || a.Endpoint >= len(l.eps):
+		l.fault(fmt.Errorf("cluster: the router sent request %d to endpoint %d of %d", r.ID, a.Endpoint, len(l.eps)))
+	default:
+		l.assign(r, a.Endpoint, l.now)
+	}
+}
+
+// fault records a router that broke its contract; the run stops with it.
+func (l *loop) fault(err error) {
+	if l.err == nil {
+		l.err = err
+	}
 }
 
 // assign gives r to endpoint ep, whose DP balancer picks the rank. A
@@ -110,9 +255,27 @@ func (l *loop) assign(r *engine.Request, ep int, at time.Duration) {
 		rank += dpRoute(e.engs)
 	}
 	st.ep, st.rank, st.phase = int32(ep), int32(rank), phaseServing
+	if l.cl.Timed() {
+		l.res.Replicas[ep].Routed++
+	}
 	if !l.engs[rank].Add(r, at) {
+		if l.rt != nil {
+			l.rt.Finished(l.now, st.rr, ep)
+			l.routerDirty = true
+		}
 		l.cl.Ended(r)
 		l.release(r)
+		return
+	}
+	l.inEngines++
+	l.mark(ep)
+}
+
+// mark queues endpoint ep for the next scheduling pass.
+func (l *loop) mark(ep int) {
+	if e := &l.eps[ep]; !e.ready {
+		e.ready = true
+		l.ready = append(l.ready, int32(ep))
 	}
 }
 
@@ -122,15 +285,29 @@ func (l *loop) Cancel(r *engine.Request) {
 	st := &l.reqs[r.Handle-1]
 	switch st.phase {
 	case phaseDelivering:
-		l.release(r) // the engine was done with it; the delivery goes stale
-		return
+		// The engine was done with it; the delivery goes stale, and the
+		// response ends for the router now.
+		l.engineDone(st)
+	case phaseRouting:
+		st.phase = phaseCancelled // released when the router decides
 	case phaseServing:
 		st.phase = phaseCancelled
 		st.gen++
 		if l.engs[st.rank].Abort(r) {
-			l.release(r)
+			l.inEngines--
+			l.engineDone(st)
 		}
+		l.mark(int(st.ep)) // the abort freed blocks
 	}
+}
+
+// engineDone: the engine let go of a cancelled request.
+func (l *loop) engineDone(st *reqState) {
+	if l.rt != nil {
+		l.rt.Finished(l.now, st.rr, int(st.ep))
+		l.routerDirty = true
+	}
+	l.release(st.req)
 }
 
 // Skip moves the clock to the next scheduled event, passing over stale
@@ -150,10 +327,10 @@ func (l *loop) Skip() time.Duration {
 }
 
 func (l *loop) Idle() bool {
-	return l.q.Len() > 0 && !anyBusy(l.engs) && !anyWork(l.engs)
+	return l.q.Len() > 0 && l.stepping == 0 && l.inEngines == 0
 }
 
-func (l *loop) Deferrable() bool { return len(l.engs) == 1 }
+func (l *loop) Deferrable() bool { return len(l.engs) == 1 && l.rt == nil }
 
 func (l *loop) Backlogged() bool {
 	return l.engs[0].Waiting() >= l.eps[0].cfg.MaxNumSeqs
@@ -176,7 +353,10 @@ func (l *loop) run() (Result, error) {
 		if err := l.startSteps(); err != nil {
 			return l.result(), err
 		}
-		t := cl.Wake()
+		if l.err != nil {
+			return l.result(), l.err
+		}
+		t := min(cl.Wake(), l.routerWake(), l.scrapeAt())
 		ev, ok := l.q.Peek()
 		if ok && ev.At < t {
 			t = ev.At
@@ -188,7 +368,8 @@ func (l *loop) run() (Result, error) {
 		// Handle everything due at this instant before scheduling, so a step
 		// sees all requests that arrived by its start: queue events first
 		// (a response at the deadline instant beats its timeout), then the
-		// client's deadlines, until neither has more.
+		// client's deadlines, then the router's scrapes and wake-up, until
+		// none has more.
 		for !cl.Stopped() {
 			if ev, ok := l.q.Peek(); ok && ev.At == l.now {
 				l.q.Pop()
@@ -197,6 +378,15 @@ func (l *loop) run() (Result, error) {
 			}
 			if cl.Wake() <= l.now {
 				cl.Fire()
+				continue
+			}
+			if l.scrapeAt() <= l.now {
+				l.scrape()
+				continue
+			}
+			if l.routerWake() <= l.now && (!l.woke || l.lastWake != l.now) {
+				l.woke, l.lastWake = true, l.now
+				l.routerStep()
 				continue
 			}
 			break
@@ -229,6 +419,7 @@ func (l *loop) servers() Result {
 func (l *loop) dispatch(ev sim.Event) {
 	switch ev.Kind {
 	case evStepEnd:
+		l.stepping--
 		l.endStep(ev.Target)
 	case evDeliver:
 		l.deliver(ev)
@@ -245,35 +436,104 @@ func (l *loop) deliver(ev sim.Event) {
 	if st.phase != phaseDelivering || int64(st.gen) != ev.Arg {
 		return
 	}
+	l.respond(st)
+	l.routerStep()
+}
+
+// respond: r's response has ended for the client.
+func (l *loop) respond(st *reqState) {
 	r := st.req
+	if l.cl.Timed() {
+		l.res.Replicas[st.ep].Completed++
+	}
+	if l.rt != nil {
+		l.rt.Finished(l.now, st.rr, int(st.ep))
+		l.routerDirty = true
+	}
 	l.cl.Ended(r)
 	l.release(r)
+}
+
+// routerStep collects the router's decisions after something it sees
+// happened, then lets the client send what it can.
+func (l *loop) routerStep() {
+	l.pump()
 	l.cl.Resume()
 }
 
-// startSteps starts every step that can start now: each endpoint's idle
-// ranks, or its lockstep group when no rank of it is computing.
-func (l *loop) startSteps() error {
+// routerWake is when the router next needs Ready called by itself.
+func (l *loop) routerWake() time.Duration {
+	if l.rt == nil {
+		return never
+	}
+	return l.rt.Wake()
+}
+
+// scrapeAt is the next scrape, while the run has work: a request in flight
+// or an event still to come (an idle run must end, not scrape on).
+func (l *loop) scrapeAt() time.Duration {
+	if l.nextScrape == never || (l.live == 0 && l.q.Len() == 0) {
+		return never
+	}
+	return max(l.nextScrape, l.now)
+}
+
+// scrape reads every endpoint's /metrics for the router: waiting and
+// running requests summed over its ranks, and vllm:kv_cache_usage_perc,
+// the share of its usable KV blocks in use.
+func (l *loop) scrape() {
 	for i := range l.eps {
-		e := &l.eps[i]
-		if e.batches != nil {
-			if err := l.startGroupStep(i); err != nil {
-				return err
-			}
-			continue
+		var m router.Metrics
+		held, usable := 0, 0
+		for _, e := range l.eps[i].engs {
+			m.Waiting += e.Waiting()
+			m.Running += e.Running()
+			held += e.HeldBlocks()
+			usable += e.UsableBlocks()
 		}
-		for k, eng := range e.engs {
-			if eng.Busy() || !eng.HasWork() {
-				continue
-			}
-			rows := eng.Schedule(l.now, &l.batch)
-			if rows == 0 {
-				if err := l.stalled(); err != nil {
+		if usable > 0 {
+			m.KVUsage = float64(held) / float64(usable)
+		}
+		l.rt.Scrape(l.now, i, m)
+	}
+	l.nextScrape = l.now + l.scrapeEvery
+	l.routerStep()
+}
+
+// startSteps starts every step that can start now, on the endpoints that
+// got work or ended a step since the last pass: each idle rank's own step,
+// or a lockstep group's when no rank of it is computing. The router's
+// decisions on the KV events those steps make can give endpoints more
+// work, which is scheduled in the same instant.
+func (l *loop) startSteps() error {
+	for len(l.ready) > 0 {
+		for i := 0; i < len(l.ready); i++ {
+			ep := int(l.ready[i])
+			e := &l.eps[ep]
+			e.ready = false
+			if e.batches != nil {
+				if err := l.startGroupStep(ep); err != nil {
 					return err
 				}
 				continue
 			}
-			l.stepStarted(i, rows, e.pricer.StepTime(&l.batch), e.first+k)
+			for k, eng := range e.engs {
+				if eng.Busy() || !eng.HasWork() {
+					continue
+				}
+				rows := eng.Schedule(l.now, &l.batch)
+				if rows == 0 {
+					if err := l.stalled(); err != nil {
+						return err
+					}
+					continue
+				}
+				l.stepStarted(ep, rows, e.pricer.StepTime(&l.batch), e.first+k)
+			}
+		}
+		l.ready = l.ready[:0]
+		if l.routerDirty {
+			l.routerStep()
 		}
 	}
 	return nil
@@ -304,7 +564,7 @@ func (l *loop) startGroupStep(ep int) error {
 // stalled reports a deadlock: work no engine can schedule, and nothing
 // (a step, an event, a client deadline) that could change that.
 func (l *loop) stalled() error {
-	if l.q.Len() == 0 && l.cl.Wake() == never && !anyBusy(l.engs) {
+	if l.q.Len() == 0 && l.cl.Wake() == never && l.stepping == 0 && l.routerWake() == never {
 		w, r, free := counts(l.engs)
 		return fmt.Errorf("%w: %d waiting, %d running, %d free blocks", ErrStalled, w, r, free)
 	}
@@ -323,6 +583,7 @@ func (l *loop) stepStarted(ep, rows int, bd kernel.Breakdown, target int) {
 		addStep(&rr.StepTime, &rr.TimedSteps, bd)
 		l.rec.AddStep(rows)
 	}
+	l.stepping++
 	l.q.Push(sim.Event{At: l.now + bd.Total, Kind: evStepEnd, Target: target})
 }
 
@@ -339,16 +600,20 @@ func addStep(sum *kernel.Breakdown, n *int64, bd kernel.Breakdown) {
 // endStep ends the step of global rank target, or of every computing rank
 // of a lockstep group (target −1 − endpoint).
 func (l *loop) endStep(target int) {
+	ep := 0
 	if target >= 0 {
+		ep = int(l.home[target])
 		l.complete(l.engs[target])
 	} else {
-		for _, e := range l.eps[-1-target].engs {
+		ep = -1 - target
+		for _, e := range l.eps[ep].engs {
 			if e.Busy() {
 				l.complete(e)
 			}
 		}
 	}
-	l.cl.Resume()
+	l.mark(ep)
+	l.routerStep()
 }
 
 // complete ends e's step in flight: the client gets its tokens, and each
@@ -363,15 +628,15 @@ func (l *loop) complete(e *engine.Engine) {
 		}
 		r := s.Req
 		st := &l.reqs[r.Handle-1]
+		l.inEngines--
 		switch {
 		case s.Aborted || st.phase == phaseCancelled:
-			l.release(r) // the client gave up on it earlier
+			l.engineDone(st) // the client gave up on it earlier
 		case l.cfg.FrontendLatency > 0:
 			st.phase = phaseDelivering
 			l.q.Push(sim.Event{At: l.now + l.cfg.FrontendLatency, Kind: evDeliver, Target: int(r.Handle - 1), Arg: int64(st.gen)})
 		default:
-			l.cl.Ended(r)
-			l.release(r)
+			l.respond(st)
 		}
 	}
 	if l.cfg.AfterStep != nil {
