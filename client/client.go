@@ -167,26 +167,11 @@ type Client struct {
 	rec  *metrics.Recorder
 	salt uint64
 
+	m mode // vllm bench's per-request cap or aiperf's lanes
+
 	t0       time.Duration // start of the timed phase
 	timed    bool
 	inFlight int
-	blocked  []*engine.Request // requests waiting for a slot (FIFO)
-	bhead    int
-
-	next           workload.Request // the request the process releases next
-	hasNext        bool
-	releaseAt      time.Duration    // when next is released (timed phase)
-	releasePending bool             // an evRelease is queued
-	first          workload.Request // first request, template of the warm-ups
-	warmups        int              // warm-ups not yet finished
-	warmNext       int              // warm-ups sent so far (each is made when sent)
-	warmAt         time.Duration    // when the client sent the warm-ups
-
-	// deferOK: requests released with no concurrency cap may wait in the
-	// client, unmade, while the engine's queue already holds as many as one
-	// step can admit (see deferring); sessionsSeen turns it off.
-	deferOK      bool
-	sessionsSeen bool
 
 	sessions   map[uint64]*session
 	follows    []followSlot // follow-ups with a pending release, by event Arg
@@ -209,8 +194,6 @@ type Client struct {
 	closed    bool          // the benchmark duration has passed: nothing new is sent
 	stopped   bool          // the grace period is over
 	empty     bool          // the workload had no request
-
-	lanes *lanes
 
 	res   Result
 	lastT time.Duration // last timed completion, relative to the timed phase
@@ -253,31 +236,21 @@ func New(cfg Config, src workload.Source, rec *metrics.Recorder) (*Client, error
 	if cfg.Mode == Lanes && cfg.MaxConcurrency < 1 {
 		return nil, errors.New("cluster: lanes need MaxConcurrency ≥ 1 (the number of lanes)")
 	}
-	return &Client{cfg: cfg, src: src, rec: rec, salt: splitmix(uint64(cfg.Seed) ^ 0x5bd1e995),
-		windowEnd: never, graceEnd: never, idleAt: never}, nil
+	d := &Client{cfg: cfg, src: src, rec: rec, salt: splitmix(uint64(cfg.Seed) ^ 0x5bd1e995),
+		windowEnd: never, graceEnd: never, idleAt: never}
+	if cfg.Mode == Lanes {
+		d.m = newLanes(d)
+	} else {
+		d.m = &perRequest{d: d}
+	}
+	return d, nil
 }
 
 // Start begins the run at the server's time 0: the lanes' primers, or the
 // warm-ups and the request process.
 func (d *Client) Start(srv Server) error {
 	d.srv = srv
-	if d.cfg.Mode == Lanes {
-		return d.startLanes()
-	}
-	if !d.src.Next(&d.next) {
-		d.stopped, d.empty = true, true
-		return workload.Err(d.src)
-	}
-	d.first = d.next
-	d.first.Prompt = append([]workload.Segment(nil), d.next.Prompt...)
-	d.hasNext = true
-
-	d.sessionsSeen = d.next.SessionID != 0
-	d.deferOK = d.cfg.Mode == PerRequest && srv.Deferrable() && d.cfg.MaxConcurrency <= 0 && d.cfg.BenchmarkDuration <= 0
-	d.warmups, d.warmAt = d.cfg.NumWarmups, d.now()
-	d.fill()
-	d.maybeStartTimed()
-	return nil
+	return d.m.start()
 }
 
 func (d *Client) now() time.Duration { return d.srv.Now() }
@@ -291,7 +264,7 @@ func (d *Client) Stopped() bool { return d.stopped }
 
 // Settle runs once per loop iteration, after everything due at an instant
 // was handled: a lanes warm-up moves on when nothing of it is in flight.
-func (d *Client) Settle() { d.settle() }
+func (d *Client) Settle() { d.m.settle() }
 
 // Wake is the earliest client deadline (the benchmark window's end, the
 // grace period's end, the system-idle watchdog, the oldest live request
@@ -306,15 +279,11 @@ func (d *Client) Fire() { d.runControls() }
 
 // Timer fires an event the client scheduled with Server.At.
 func (d *Client) Timer(ev sim.Event) {
-	switch ev.Kind {
-	case evRelease:
-		d.releasePending = false
-		d.fill()
-	case evFollowUp:
+	if ev.Kind == evFollowUp {
 		d.releaseFollowUp(ev)
-	case evLaneStart:
-		d.laneStart(ev.Target)
+		return
 	}
+	d.m.timer(ev)
 }
 
 // Stale reports whether a scheduled event was superseded (a follow-up
@@ -326,12 +295,7 @@ func (d *Client) Stale(ev sim.Event) bool {
 // Resume lets the client send after responses ended (Ended): a closed loop
 // sends its next requests, the timed phase starts when the warm-ups are
 // back.
-func (d *Client) Resume() {
-	if d.lanes == nil {
-		d.maybeStartTimed()
-	}
-	d.fill()
-}
+func (d *Client) Resume() { d.m.resume() }
 
 // Finish ends the run: it closes the workload and returns the client's
 // result and the workload's error. stalled reports a run that ended with
@@ -342,18 +306,18 @@ func (d *Client) Finish(serverBusy bool) (res Result, stalled bool, inFlight int
 	if d.empty {
 		return d.res, false, 0, nil
 	}
-	if d.lanes != nil && d.lanes.traj.err != nil {
-		return d.res, false, 0, d.lanes.traj.err
+	if err := d.m.finish(); err != nil {
+		return d.res, false, 0, err
 	}
 	if err := workload.Err(d.src); err != nil {
 		return d.res, false, 0, err
 	}
 	if d.stopped || d.closed {
 		workload.Close(d.src)
-		if d.lanes != nil {
-			workload.Close(d.lanes.traj.src)
+		if l, ok := d.m.(*lanes); ok {
+			workload.Close(l.traj.src) // the source again, when the lanes reopened it
 		}
-	} else if serverBusy || d.inFlight > 0 || d.hasNext {
+	} else if serverBusy || d.inFlight > 0 || d.m.unsent() {
 		return d.res, true, d.inFlight, nil
 	}
 	if d.timed {
@@ -364,10 +328,6 @@ func (d *Client) Finish(serverBusy bool) (res Result, stalled bool, inFlight int
 
 // Result is the client's result so far (a run that failed).
 func (d *Client) Result() Result { return d.res }
-
-// Rel converts a simulated time to time since the start of the timed
-// phase, less the idle time the system-idle cap removed.
-func (d *Client) Rel(t time.Duration) time.Duration { return d.rel(t) }
 
 // fail counts a timed request's failure under its kind.
 func (d *Client) fail(reason string) {
@@ -406,14 +366,9 @@ func (d *Client) open() bool {
 	return !d.closed && (d.cfg.BenchmarkDuration <= 0 || d.rel(d.now()) < d.cfg.BenchmarkDuration)
 }
 
-// delayOf is a follow-up's delay; in PerRequest mode under the trace
-// idle-gap cap (Lanes cap each tree's idle time instead: laneIdle).
-func (d *Client) delayOf(c *workload.Request) time.Duration {
-	if cp := d.cfg.TraceIdleGapCap; cp > 0 && c.Delay > cp && d.lanes == nil {
-		return cp
-	}
-	return c.Delay
-}
+// delayOf is a follow-up's delay (per-request mode caps it at the trace
+// idle-gap cap; lanes cap each tree's idle time instead: laneIdle).
+func (d *Client) delayOf(c *workload.Request) time.Duration { return d.m.delay(c) }
 
 // newRequest makes the engine request for w and its record, kind
 // kindWarmup or kindTimed, released now (callers that release it at
@@ -421,11 +376,9 @@ func (d *Client) delayOf(c *workload.Request) time.Duration {
 func (d *Client) newRequest(w *workload.Request, kind uint8, salt uint64) *engine.Request {
 	r := d.srv.NewRequest()
 	r.ID = w.Index
-	// Warm-ups copy the first request: none of them is private, and nor is
-	// the timed request they copy. Lanes may replay the corpus (wrap-around),
-	// so nothing they send is private.
-	r.Private = w.Unique && kind == kindTimed && d.cfg.Mode != Lanes &&
-		(d.cfg.NumWarmups == 0 || w.Index != d.first.Index)
+	// Only timed requests may be private; the mode says when else
+	// content repeats (a warm-up's copy, a lane's replay).
+	r.Private = w.Unique && kind == kindTimed && d.m.private(w)
 	r.Prompt = append(r.Prompt, w.Prompt...)
 	r.PromptLen = w.InputLen
 	r.MaxTokens = w.OutputLen
@@ -439,31 +392,6 @@ func (d *Client) newRequest(w *workload.Request, kind uint8, salt uint64) *engin
 	return r
 }
 
-func (d *Client) maybeStartTimed() {
-	if !d.timed && d.warmups == 0 {
-		d.startTimed()
-	}
-}
-
-// advance reads the source up to the next request the request process
-// releases by itself (standalone or a session's first turn), parking the
-// follow-up turns met on the way.
-func (d *Client) advance() {
-	for {
-		if d.hasNext = d.src.Next(&d.next); !d.hasNext {
-			return
-		}
-		if d.next.SessionID != 0 {
-			d.sessionsSeen = true
-		}
-		if !isFollowUp(&d.next) {
-			d.releaseAt = d.origin() + d.next.Arrival
-			return
-		}
-		d.park(&d.next)
-	}
-}
-
 // startTimed begins the timed phase now: the request process (or the lanes)
 // starts and the benchmark-duration window opens.
 func (d *Client) startTimed() {
@@ -473,117 +401,7 @@ func (d *Client) startTimed() {
 	if d.cfg.BenchmarkDuration > 0 {
 		d.windowEnd = d.t0 + d.cfg.BenchmarkDuration
 	}
-	if d.lanes != nil {
-		d.lanesTimed()
-		return
-	}
-	if d.hasNext {
-		d.releaseAt = d.origin() + d.next.Arrival
-	}
-	d.fill()
-}
-
-func (d *Client) slotFree() bool {
-	return d.cfg.MaxConcurrency <= 0 || d.inFlight < d.cfg.MaxConcurrency
-}
-
-// fill sends requests while concurrency slots are free (vllm bench's
-// semaphore, FIFO): queued requests first (warm-ups, released follow-ups),
-// then timed requests whose release time has come, in source order. A timed
-// request is only materialised when it is sent, so a million requests
-// released at once (--request-rate inf) cost memory for the in-flight ones
-// only. When the next release lies in the future and a slot is free, one
-// release event is pending for it. Past the benchmark duration nothing
-// timed is sent.
-func (d *Client) fill() {
-	if d.lanes != nil {
-		return
-	}
-	for d.slotFree() {
-		if d.bhead < len(d.blocked) {
-			r := d.blocked[d.bhead]
-			d.blocked[d.bhead] = nil
-			d.bhead++
-			if d.kindOf(r) == kindTimed {
-				if !d.open() {
-					d.srv.Drop(r)
-					continue
-				}
-				d.res.Sent++
-			}
-			d.send(r, -1, 0)
-			continue
-		}
-		if d.warmNext < d.cfg.NumWarmups {
-			// Warm-ups, all sent when the run starts, are made one at a
-			// time as they go out.
-			if d.deferring() {
-				break
-			}
-			w := d.first
-			w.Index = int64(d.warmNext)
-			r := d.newRequest(&w, kindWarmup, uint64(d.warmNext)<<1|1)
-			d.fl(r).released = d.warmAt
-			d.warmNext++
-			d.res.WarmupRequests++
-			d.sendAt(r, -1, 0, d.warmAt)
-			continue
-		}
-		if !d.timed || !d.hasNext {
-			break
-		}
-		if !d.open() {
-			d.hasNext = false // the source is not read any further
-			break
-		}
-		if d.releaseAt > d.now() {
-			if !d.releasePending {
-				d.releasePending = true
-				d.srv.At(sim.Event{At: d.releaseAt, Kind: evRelease})
-			}
-			break
-		}
-		if d.deferring() {
-			break
-		}
-		r := d.newRequest(&d.next, kindTimed, uint64(d.next.Index)<<1)
-		f := d.fl(r)
-		f.session, f.turn, f.final = d.next.SessionID, d.next.Turn, d.next.Final
-		f.released = d.releaseAt
-		if d.cfg.CacheBust != CacheBustNone {
-			d.bustStart(r, &d.next)
-		}
-		d.res.Sent++
-		at := d.now() // after waiting for a slot, with a cap
-		if d.deferOK {
-			// No cap: every request goes out on release, a deferred one
-			// too; its arrival, send time and timeout count from there.
-			at = d.releaseAt
-		}
-		d.advance()
-		d.sendAt(r, -1, 0, at)
-	}
-	if d.bhead == len(d.blocked) {
-		d.blocked, d.bhead = d.blocked[:0], 0
-	}
-}
-
-// deferring reports whether the client holds released requests back,
-// unmade: with no concurrency cap, one engine and no sessions, every
-// released request is in flight in vllm bench (it sits in the engine's
-// waiting queue), but one step admits at most max-num-seqs of them, in
-// FCFS order. While the queue holds that many, the ones behind change
-// nothing the engine does, so they stay in the source (or, for warm-ups, a
-// counter) and go in, with their own release time as arrival, when the
-// queue drains. The run is byte-identical, and a million requests released
-// at once (--request-rate inf) cost memory for max-num-seqs of them.
-// Timeouts count from the release (sendAt); a request whose timeout passed
-// while it was held expires at once, at that time, as it would have from
-// the queue. Off with a cap (it bounds what is in flight), with data
-// parallelism (the balancer reads every rank's queue), sessions, and a
-// benchmark duration (the window closes on releases).
-func (d *Client) deferring() bool {
-	return d.deferOK && !d.sessionsSeen && d.srv.Backlogged()
+	d.m.timedStarted()
 }
 
 // send hands r to the engine now. lane is its lane (−1: none); pad is the
@@ -597,9 +415,6 @@ func (d *Client) sendAt(r *engine.Request, lane int, pad int, at time.Duration) 
 	slot := int32(r.Handle - 1)
 	f := &d.flights[slot]
 	f.lane, f.pad = int32(lane), int32(pad)
-	if lane >= 0 {
-		d.lanes.l[lane].inFlight++
-	}
 	if f.kind == kindTimed {
 		d.rec.Send(r.ID, d.rel(at))
 		if d.cfg.RequestTimeout > 0 {
@@ -611,14 +426,10 @@ func (d *Client) sendAt(r *engine.Request, lane int, pad int, at time.Duration) 
 }
 
 // clientDone: the client is done with r (its response ended, or it gave
-// up); r's lane, if any, has one request less in flight. It returns r's
-// record as it was (the slot itself stays until the engine is done too).
+// up). It returns r's record as it was.
 func (d *Client) clientDone(r *engine.Request) flight {
 	f := d.fl(r)
 	c := *f
-	if f.lane >= 0 {
-		d.lanes.l[f.lane].inFlight--
-	}
 	f.gen++ // pending deadlines and deliveries of r go stale
 	d.inFlight--
 	return c
@@ -629,16 +440,11 @@ func (d *Client) leave(r *engine.Request) {
 	f := d.clientDone(r)
 	if f.kind == kindTimed {
 		d.recordTimed(r, &f)
-	} else if d.lanes != nil {
-		d.lanes.warmInFlight--
 	} else {
-		d.warmups--
+		d.m.warmupEnded()
 	}
 	d.sessionDone(r, &f)
-	if f.lane >= 0 {
-		d.laneDone(int(f.lane))
-		d.laneIdle(int(f.lane))
-	}
+	d.m.left(f.lane)
 }
 
 // Ended: r's response reached the client (r.Status is StatusFinished), or
@@ -750,13 +556,7 @@ func (d *Client) runControls() {
 func (d *Client) closeWindow() {
 	d.closed = true
 	d.idleAt = never
-	for i := d.bhead; i < len(d.blocked); i++ {
-		if r := d.blocked[i]; d.kindOf(r) == kindTimed {
-			d.srv.Drop(r)
-		}
-	}
-	d.blocked, d.bhead = d.blocked[:0], 0
-	d.hasNext = false
+	d.m.closeWindow()
 	switch {
 	case d.cfg.GracePeriod < 0:
 	case d.inFlight == 0:
@@ -777,7 +577,6 @@ func (d *Client) closeWindow() {
 func (d *Client) expire(slot int32, at time.Duration) {
 	r := d.flights[slot].req
 	f := d.clientDone(r)
-	lane := int(f.lane)
 	d.res.TimedOut++
 	m := d.clientRecord(r, &f)
 	m.Rejected = true
@@ -791,18 +590,15 @@ func (d *Client) expire(slot int32, at time.Duration) {
 	d.sessionDone(r, &f)
 	d.fl(r).kind = kindAborted
 	d.srv.Cancel(r)
-	if lane >= 0 {
-		d.laneDone(lane)
-		d.laneIdle(lane)
-	}
-	d.fill()
+	d.m.left(f.lane)
+	d.m.fill()
 }
 
 // watchIdle arms the system-idle cap's watchdog when nothing is in flight,
 // waiting or being computed in the timed phase, and disarms it otherwise.
 func (d *Client) watchIdle() {
 	if d.cfg.SystemIdleGapCap <= 0 || !d.timed || d.closed ||
-		d.inFlight > 0 || d.bhead < len(d.blocked) || !d.srv.Idle() {
+		d.inFlight > 0 || d.m.holding() || !d.srv.Idle() {
 		d.idleAt = never
 		return
 	}

@@ -103,25 +103,13 @@ func (d *Client) tryRelease(id uint64, s *session, turn int) {
 }
 
 // releaseFollowAt schedules a follow-up whose predecessors finished at
-// base: its (capped) delay later, in PerRequest mode never before its
-// Arrival. In a lanes warm-up it goes to the lane's warm-up instead.
-func (d *Client) releaseFollowAt(c *workload.Request, base time.Duration) {
-	if d.lanes != nil {
-		if !d.timed {
-			d.warmRelease(c)
-			return
-		}
-		d.pushFollow(c, max(base+d.delayOf(c), d.now()))
-		return
-	}
-	at := base + d.delayOf(c)
-	if arr := d.origin() + c.Arrival; arr > at {
-		at = arr
-	}
-	d.pushFollow(c, max(at, d.now()))
-}
+// base, as the mode releases follow-ups: its (capped) delay later and never
+// before its Arrival (per-request), or on its lane (lanes).
+func (d *Client) releaseFollowAt(c *workload.Request, base time.Duration) { d.m.followUpAt(c, base) }
 
-func (d *Client) pushFollow(c *workload.Request, at time.Duration) {
+// pushFollow schedules follow-up c's release at `at` and returns its slot
+// in follows.
+func (d *Client) pushFollow(c *workload.Request, at time.Duration) int32 {
 	var i int32
 	if n := len(d.followFree); n > 0 {
 		i = d.followFree[n-1]
@@ -132,12 +120,8 @@ func (d *Client) pushFollow(c *workload.Request, at time.Duration) {
 	}
 	f := &d.follows[i]
 	f.c, f.at, f.lane = c, at, -1
-	if d.lanes != nil && d.timed {
-		f.lane = d.sess(c.SessionID).lane
-		l := &d.lanes.l[f.lane]
-		l.pend = append(l.pend, i)
-	}
 	d.srv.At(sim.Event{At: at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(i)})
+	return i
 }
 
 // followStale reports whether a follow-up event was superseded (its
@@ -146,36 +130,19 @@ func (d *Client) followStale(ev sim.Event) bool {
 	return d.follows[ev.Arg].gen != uint32(ev.Target)
 }
 
-// releaseFollowUp turns a released follow-up into an engine request, its
-// prompt prefixed with the predecessor's context, queued for a slot (or, in
-// Lanes mode, sent on its lane).
+// releaseFollowUp: a follow-up's release time came; the mode sends it
+// (queued for a slot, or on its lane).
 func (d *Client) releaseFollowUp(ev sim.Event) {
 	if d.followStale(ev) {
 		return
 	}
 	i := int32(ev.Arg)
 	f := &d.follows[i]
-	c := f.c
-	if f.lane >= 0 {
-		l := &d.lanes.l[f.lane]
-		for k, s := range l.pend {
-			if s == i {
-				l.pend[k] = l.pend[len(l.pend)-1]
-				l.pend = l.pend[:len(l.pend)-1]
-				break
-			}
-		}
-	}
+	c, lane := f.c, f.lane
 	f.c = nil
 	f.gen++
 	d.followFree = append(d.followFree, i)
-	if d.lanes != nil {
-		d.laneFollowUp(c)
-		return
-	}
-	r := d.buildFollowUp(c, kindTimed, uint64(c.Index)<<1)
-	d.blocked = append(d.blocked, r)
-	d.fill()
+	d.m.followUp(c, i, lane)
 }
 
 // buildFollowUp materialises a follow-up: the predecessor's context, then
@@ -214,8 +181,7 @@ func (d *Client) sessionDone(r *engine.Request, f *flight) {
 	}
 	pad := int(f.pad)
 	s := d.sess(f.session)
-	if d.lanes != nil && r.Status == engine.StatusRejected {
-		d.stopSession(s)
+	if r.Status == engine.StatusRejected && d.m.refused(s) {
 		return
 	}
 	s.doneTurn, s.doneAt = f.turn, d.now()
@@ -252,30 +218,6 @@ func (d *Client) branchFinished(s *session) {
 	p.branchDone[s.parentTurn]++
 	p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now())
 	d.tryRelease(s.parent, p, s.parentTurn+1)
-}
-
-// stopSession ends a session whose turn the server refused (Lanes mode):
-// every later turn grows the context, so aiperf stops the trajectory there
-// instead of sending turns bound to fail (agentic_replay.py, context-overflow
-// short-circuit). Its parked turns and the branches that would have
-// started after them are dropped; a stopped branch lets its parent's join
-// go on without it (BranchOrchestrator.on_child_stopped).
-func (d *Client) stopSession(s *session) {
-	s.stopped = true
-	dropped := len(s.parked)
-	s.parked = nil
-	for _, list := range s.branchWait {
-		for _, b := range list {
-			dropped += 1 + d.dropTree(b.SessionID)
-		}
-	}
-	s.branchWait = nil
-	if s.lane >= 0 {
-		d.lanes.l[s.lane].remaining -= dropped
-	}
-	if s.isBranch {
-		d.branchFinished(s)
-	}
 }
 
 // dropTree forgets a branch that never started and everything under it,
