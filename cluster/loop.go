@@ -384,7 +384,7 @@ func (l *loop) run() (Result, error) {
 				l.scrape()
 				continue
 			}
-			if l.routerWake() <= l.now && (!l.woke || l.lastWake != l.now) {
+			if l.routerWake() <= l.now {
 				l.woke, l.lastWake = true, l.now
 				l.routerStep()
 				continue
@@ -461,12 +461,21 @@ func (l *loop) routerStep() {
 	l.cl.Resume()
 }
 
-// routerWake is when the router next needs Ready called by itself.
+// routerWake is when the router next needs Ready called by itself, never
+// earlier than now; a wake-up already served at this instant is not
+// served again (a router whose Wake does not move on cannot spin the loop).
 func (l *loop) routerWake() time.Duration {
 	if l.rt == nil {
 		return never
 	}
-	return l.rt.Wake()
+	w := l.rt.Wake()
+	if w > l.now {
+		return w
+	}
+	if l.woke && l.lastWake == l.now {
+		return never
+	}
+	return l.now
 }
 
 // scrapeAt is the next scrape, while the run has work: a request in flight

@@ -251,3 +251,25 @@ func TestRouterOutOfRangeIsAnError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// stuckWake asks to be woken at time 0 forever.
+type stuckWake struct{ roundRobin }
+
+func (*stuckWake) Wake() time.Duration { return 0 }
+
+// A router whose Wake never moves on is served once per instant: the run
+// ends, and time never runs backwards for it.
+func TestRouterWakeInThePastDoesNotSpin(t *testing.T) {
+	c := check(&stuckWake{})
+	res, err := Run(Config{Pools: []Pool{{Name: "p", Replicas: 2, Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}}},
+		Router: c}, fixed(20, 50, 5), newRec(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.drained(); err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 20 {
+		t.Fatalf("completed %d of 20", res.Completed)
+	}
+}
