@@ -19,8 +19,9 @@ const (
 	StatusAborted                 // cancelled by the client (Engine.Abort)
 )
 
-// Request is one request inside a replica. The driver creates it from a
-// workload request, hands it to Engine.Add and reads its times afterwards.
+// Request is one request inside a replica. The cluster loop owns it, the
+// benchmark client fills it from a workload request, the loop hands it to
+// Engine.Add, and both read its times afterwards.
 type Request struct {
 	ID        int64
 	Prompt    []workload.Segment // prompt identity (owned by the request)
@@ -48,7 +49,7 @@ type Request struct {
 	Handle uint64
 	// Private says no other request shares any of r's content (its prompt
 	// segments and its output are its own), so no other request can ever
-	// find r's blocks in the prefix cache (driver-owned; see
+	// find r's blocks in the prefix cache (set by the client; see
 	// Engine.cacheFull for what the engine saves with it).
 	Private bool
 
