@@ -35,7 +35,17 @@ func (l *loop) buildEndpoints() error {
 		pools = []Pool{{Name: "vllm", Replicas: 1, Engine: cfg.Engine, Pricer: cfg.Pricer,
 			DataParallel: cfg.DataParallel, Lockstep: cfg.Lockstep}}
 	}
+	names := map[string]bool{}
 	for _, p := range pools {
+		switch {
+		case p.Name == "" || names[p.Name]:
+			return fmt.Errorf("cluster: pool name %q: each pool needs a name of its own", p.Name)
+		case p.Role > router.RoleDecode:
+			return fmt.Errorf("cluster: pool %q: role %d is not both, prefill or decode", p.Name, p.Role)
+		case p.Pricer == nil:
+			return fmt.Errorf("cluster: pool %q has no step pricer", p.Name)
+		}
+		names[p.Name] = true
 		if p.Replicas < 1 {
 			return fmt.Errorf("cluster: pool %q has %d replicas, must be ≥ 1", p.Name, p.Replicas)
 		}

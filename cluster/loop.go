@@ -48,7 +48,6 @@ type loop struct {
 	// instant the router's own wake-up was served.
 	nextScrape  time.Duration
 	scrapeEvery time.Duration
-	kv          bool
 	kvSinks     []kvSink
 	routerDirty bool
 	pumping     bool
@@ -103,7 +102,7 @@ func newLoop(cfg Config, rec *metrics.Recorder) (*loop, error) {
 	if err := l.rt.Start(eps, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("cluster: router: %w", err)
 	}
-	if l.kv = l.rt.KVEvents(); l.kv {
+	if l.rt.KVEvents() {
 		l.kvSinks = make([]kvSink, len(l.eps))
 		for i := range l.eps {
 			l.kvSinks[i] = kvSink{l: l, ep: i}
@@ -229,6 +228,9 @@ func (l *loop) route(a *router.Assignment) {
 		l.fault(fmt.Errorf("cluster: the router decided twice on request %d", r.ID))
 	case a.Rejected:
 		r.Status, r.RejectReason, r.Arrived = engine.StatusRejected, a.Reason, l.now
+		if r.RejectReason == "" {
+			r.RejectReason = "router: rejected, no reason given"
+		}
 		l.cl.Ended(r)
 		l.release(r)
 	case a.Endpoint < 0 || a.Endpoint >= len(l.eps):
@@ -386,6 +388,7 @@ func (l *loop) run() (Result, error) {
 			}
 			if l.routerWake() <= l.now {
 				l.woke, l.lastWake = true, l.now
+				l.routerDirty = true
 				l.routerStep()
 				continue
 			}
@@ -454,10 +457,12 @@ func (l *loop) respond(st *reqState) {
 	l.release(r)
 }
 
-// routerStep collects the router's decisions after something it sees
-// happened, then lets the client send what it can.
+// routerStep collects the router's decisions when it saw something happen
+// (routerDirty), then lets the client send what it can.
 func (l *loop) routerStep() {
-	l.pump()
+	if l.routerDirty {
+		l.pump()
+	}
 	l.cl.Resume()
 }
 
@@ -506,6 +511,7 @@ func (l *loop) scrape() {
 		l.rt.Scrape(l.now, i, m)
 	}
 	l.nextScrape = l.now + l.scrapeEvery
+	l.routerDirty = true
 	l.routerStep()
 }
 

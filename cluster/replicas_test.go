@@ -273,3 +273,27 @@ func TestRouterWakeInThePastDoesNotSpin(t *testing.T) {
 		t.Fatalf("completed %d of 20", res.Completed)
 	}
 }
+
+func TestPoolsAreChecked(t *testing.T) {
+	ok := Pool{Name: "p", Replicas: 1, Engine: engCfg(), Pricer: constPricer{step: time.Millisecond}}
+	for _, tc := range []struct {
+		name string
+		edit func(ps []Pool)
+		want string
+	}{
+		{"no name", func(ps []Pool) { ps[0].Name = "" }, "needs a name"},
+		{"same name", func(ps []Pool) { ps[1].Name = "p" }, "needs a name"},
+		{"role", func(ps []Pool) { ps[0].Role = 7 }, "role 7"},
+		{"pricer", func(ps []Pool) { ps[1].Pricer = nil }, "no step pricer"},
+		{"replicas", func(ps []Pool) { ps[0].Replicas = 0 }, "0 replicas"},
+		{"dp", func(ps []Pool) { ps[0].DataParallel = -1 }, "data parallel size -1"},
+	} {
+		ps := []Pool{ok, ok}
+		ps[1].Name = "q"
+		tc.edit(ps)
+		_, err := Run(Config{Pools: ps, Router: &roundRobin{}}, fixed(1, 10, 1), newRec(t, false))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
