@@ -147,10 +147,10 @@ type Pool struct {
 type ReplicaResult struct {
 	Name, Pool string
 	Role       router.Role
-	// Routed counts timed requests the router sent here; Completed those
-	// that completed here.
+	// Routed counts timed requests sent here (by the router, or to the
+	// only endpoint); Completed those whose response completed here.
 	Routed, Completed int64
-	Engine            engine.Stats
+	Engine            engine.Stats     // its ranks' counters, summed
 	StepTime          kernel.Breakdown // summed over its timed steps
 	TimedSteps        int64
 }
