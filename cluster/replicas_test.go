@@ -297,3 +297,18 @@ func TestPoolsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// One replica with no router: its share is the whole run.
+func TestOneReplicaIsTheWholeRun(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		_, res := randomRun(t, seed, false)
+		if len(res.Replicas) != 1 {
+			t.Fatalf("%d replicas", len(res.Replicas))
+		}
+		r := res.Replicas[0]
+		if r.Name != "vllm-0" || r.Engine != res.Engine || r.StepTime != res.StepTime || r.TimedSteps != res.TimedSteps ||
+			r.Completed != res.Completed || r.Routed != res.Sent {
+			t.Fatalf("seed %d: replica %+v, run %+v", seed, r, res)
+		}
+	}
+}
