@@ -113,3 +113,62 @@ func benchMooncake(b *testing.B, exports bool) {
 		b.ReportMetric(float64(out.Engine.PrefixHits)/float64(out.Engine.PrefixQueries), "prefix_hit_rate")
 	}
 }
+
+// BenchmarkCluster serves random 1024 in / 256 out (Llama-3.1-8B, one H100
+// per replica) from replicas behind a round-robin router, near saturation:
+// Poisson arrivals at 20 req/s per replica, which one replica serves at
+// about 21.5 req/s. The recorder keeps no per-request results, as `blis
+// run` makes it (its sinks stream them). The issue's target is 16 replicas
+// × 1,000,000 requests in ≤ 20 s and ≤ 2 GiB; the per-replica load is the
+// same at every size, so the time should grow linearly with the replicas:
+//
+//	go test ./cluster -run '^$' -bench 'Cluster/replicas=16/requests=1000000' -benchmem -benchtime 1x
+//	go test ./cluster -run '^$' -bench 'Cluster/.*/requests_per_replica=6250' -benchmem -benchtime 1x
+func BenchmarkCluster(b *testing.B) {
+	for _, c := range []struct{ replicas, requests int }{
+		{16, 16 * 6250}, {256, 256 * 6250}, // scaling: the same requests per replica
+		{16, 1_000_000}, {256, 16_000_000}, // the issue's load, and the same per replica at 256
+	} {
+		name := fmt.Sprintf("replicas=%d/requests=%d", c.replicas, c.requests)
+		if c.requests == c.replicas*6250 {
+			name = fmt.Sprintf("replicas=%d/requests_per_replica=6250", c.replicas)
+		}
+		b.Run(name, func(b *testing.B) { benchCluster(b, c.replicas, c.requests) })
+	}
+}
+
+func benchCluster(b *testing.B, replicas, n int) {
+	s := scenario.Defaults()
+	s.Model, s.Hardware = "meta-llama/Llama-3.1-8B", "h100"
+	s.RandomInputLen, s.RandomOutputLen, s.NumPrompts = 1024, 256, n
+	s.RequestRate = 20 * float64(replicas)
+	res, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		src, err := workload.NewRandom(res.Random, int64(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec, err := metrics.NewRecorder(metrics.RecorderOptions{OmitRequests: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := res.ClientConfig()
+		cfg.Pools = []cluster.Pool{{Name: "vllm", Replicas: replicas, Engine: cfg.Engine, Pricer: cfg.Pricer,
+			DataParallel: cfg.DataParallel, Lockstep: cfg.Lockstep}}
+		cfg.Router = cluster.NewRoundRobinForTest()
+		out, err := cluster.Run(cfg, src, rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration})
+		if sum.Completed != n {
+			b.Fatalf("completed %d of %d", sum.Completed, n)
+		}
+		b.ReportMetric(float64(out.Engine.Steps), "steps")
+		b.ReportMetric(sum.RequestThroughput/float64(replicas), "sim_req/s/replica")
+		b.ReportMetric(sum.TTFT.Mean, "sim_ttft_mean")
+	}
+}

@@ -13,10 +13,10 @@ import (
 )
 
 // With no concurrency cap, requests released at once wait in the client
-// until the engine's queue could admit them (driver.deferring): the run is
-// byte-identical to one where every request reaches the engine on release
-// (a cap above the request count), and the engine's queue stays near
-// max-num-seqs instead of holding every request. The cases cover
+// until the engine's queue could admit them (client: perRequest.deferring):
+// the run is byte-identical to one where every request reaches the engine
+// on release (a cap above the request count), and the engine's queue stays
+// near max-num-seqs instead of holding every request. The cases cover
 // rejections on arrival, timeouts of held requests, warm-ups and Poisson
 // arrivals.
 func TestDeferredRequestsChangeNothing(t *testing.T) {

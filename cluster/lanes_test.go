@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"blis/client"
 	"blis/engine"
 	"blis/metrics"
 	"blis/workload"
@@ -309,7 +310,7 @@ func TestCacheBustMarksEachPlay(t *testing.T) {
 	for _, c := range []struct {
 		bust          CacheBust
 		input, cached int
-	}{{CacheBustNone, 64, 48}, {CacheBustFirstTurnPrefix, 64 + markerTokens, 32}, {CacheBustSystemPrefix, 64 + markerTokens, 0}} {
+	}{{CacheBustNone, 64, 48}, {CacheBustFirstTurnPrefix, 64 + client.MarkerTokens, 32}, {CacheBustSystemPrefix, 64 + client.MarkerTokens, 0}} {
 		one := func() (workload.Source, error) {
 			r := workload.Request{InputLen: 64, OutputLen: 2, SessionID: 1, Final: true, SystemSegments: 1,
 				Prompt: []workload.Segment{{ID: 7, Len: 32}, {ID: 8, Len: 32}}}
@@ -407,10 +408,10 @@ func TestCacheBustPerRequestSessions(t *testing.T) {
 	}{{CacheBustFirstTurnPrefix, 32}, {CacheBustSystemPrefix, 0}} {
 		_, sum := runCase(t, Config{MaxConcurrency: 1, CacheBust: c.bust}, mk())
 		// By source index: s1.0, s1.1, s2.0, s2.1.
-		if r := sum.Requests[2]; r.InputTokens != 64+markerTokens || r.CachedTokens != c.cached {
+		if r := sum.Requests[2]; r.InputTokens != 64+client.MarkerTokens || r.CachedTokens != c.cached {
 			t.Errorf("bust %v: second session start input %d cached %d", c.bust, r.InputTokens, r.CachedTokens)
 		}
-		if r := sum.Requests[3]; r.InputTokens != 64+markerTokens+2+16 || r.CachedTokens != 80 {
+		if r := sum.Requests[3]; r.InputTokens != 64+client.MarkerTokens+2+16 || r.CachedTokens != 80 {
 			t.Errorf("bust %v: follow-up input %d cached %d, want its context (80) cached", c.bust, r.InputTokens, r.CachedTokens)
 		}
 	}

@@ -28,6 +28,25 @@ type blockPool struct {
 
 	caching   bool
 	evictions int64 // cached blocks whose hash was dropped to reuse the block
+
+	// sink receives the KV events (nil: none are made).
+	sink KVEventSink
+}
+
+// KVEventSink receives an engine's KV cache events, as vLLM publishes them
+// for a router's prefix index (vllm/distributed/kv_events.py, emitted by
+// vllm/v1/core/block_pool.py): BlockStored when a full block's hash is
+// registered in the prefix cache (cache_full_blocks), BlockRemoved when a
+// cached block is evicted to be reused (_maybe_evict_cached_block).
+//
+// BLIS reports the hashes its prefix cache can find: when two blocks hold
+// the same content only the first is registered (blockPool.register), so a
+// duplicate makes no event, and removing a hash means no block serves it
+// any more. A hybrid model's groups other than the first are reported
+// under their group keys. Hashes are engine.PromptBlockHashes's.
+type KVEventSink interface {
+	BlockStored(hash uint64)
+	BlockRemoved(hash uint64)
 }
 
 // block is one KV block's bookkeeping.
@@ -116,6 +135,9 @@ func (p *blockPool) take(n int, dst []int32) []int32 {
 		k := &p.blk[b]
 		if k.hash != 0 {
 			p.cached.del(k.hash, b) // only the block a hash maps to carries it
+			if p.sink != nil {
+				p.sink.BlockRemoved(k.hash)
+			}
 			k.hash = 0
 			p.evictions++
 		} else if k.private {
@@ -166,6 +188,9 @@ func (p *blockPool) register(b int32, h uint64) {
 	}
 	if p.cached.put(h, b) {
 		p.blk[b].hash = h
+		if p.sink != nil {
+			p.sink.BlockStored(h)
+		}
 	}
 }
 

@@ -142,6 +142,11 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// SetKVEvents makes the engine report its KV cache events to s (nil: stop).
+// A request's blocks are then always registered as they fill, Private or
+// not (cacheFull), so the events name every block vLLM would.
+func (e *Engine) SetKVEvents(s KVEventSink) { e.pool.sink = s }
+
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
@@ -464,7 +469,7 @@ func (e *Engine) cacheFull(r *Request, upto int) {
 // unlisted reports whether r's full blocks stay out of the hash table
 // (cacheFull): a private request of a plain model, never preempted.
 func (e *Engine) unlisted(r *Request) bool {
-	return r.Private && r.Preemptions == 0 && !e.hybrid && e.cfg.EnablePrefixCaching
+	return r.Private && r.Preemptions == 0 && !e.hybrid && e.cfg.EnablePrefixCaching && e.pool.sink == nil
 }
 
 // listPrivate registers the blocks cacheFull only marked for r, as vLLM

@@ -19,8 +19,9 @@ const (
 	StatusAborted                 // cancelled by the client (Engine.Abort)
 )
 
-// Request is one request inside a replica. The driver creates it from a
-// workload request, hands it to Engine.Add and reads its times afterwards.
+// Request is one request inside a replica. The cluster loop owns it, the
+// benchmark client fills it from a workload request, the loop hands it to
+// Engine.Add, and both read its times afterwards.
 type Request struct {
 	ID        int64
 	Prompt    []workload.Segment // prompt identity (owned by the request)
@@ -42,19 +43,13 @@ type Request struct {
 	CachedTokens int // prefix-cache hit at first scheduling
 	Preemptions  int
 
-	// Tag and Released belong to the driver (warm-up vs timed; when the
-	// client's request process released it, before any concurrency wait);
-	// the engine ignores them.
-	Tag      int
-	Released time.Duration
-	// SessionID, Turn and Final name a multi-turn request's place in its
-	// session (driver-owned; 0 = not a session turn).
-	SessionID uint64
-	Turn      int
-	Final     bool
+	// Handle is the caller's: the cluster loop's index into its own record
+	// of the request (who sent it, when, for which session). The engine
+	// never reads it, as etcd raft never reads its entries' data.
+	Handle uint64
 	// Private says no other request shares any of r's content (its prompt
 	// segments and its output are its own), so no other request can ever
-	// find r's blocks in the prefix cache (driver-owned; see
+	// find r's blocks in the prefix cache (set by the client; see
 	// Engine.cacheFull for what the engine saves with it).
 	Private bool
 

@@ -5,7 +5,6 @@
 package sim
 
 import (
-	"container/heap"
 	"hash/fnv"
 	"math/rand/v2"
 	"time"
@@ -27,24 +26,80 @@ type Event struct {
 // Queue orders events by time, then by insertion sequence: two events at the
 // same instant fire in the order they were scheduled, which is deterministic
 // because the simulation itself is.
+//
+// It is a 4-ary min-heap of Event values written for this one type: the
+// generic container/heap boxes every pushed value in an interface, one
+// allocation per event, which was nearly all of the loop's allocations. A
+// 4-ary heap is shallower than a binary one and keeps a node's children in
+// one cache line or two; once its slice has grown, Push and Pop allocate
+// nothing.
 type Queue struct {
-	h   eventHeap
+	h   []Event
 	seq uint64
+}
+
+// before is the queue's order: earlier time, then earlier insertion.
+func before(a, b *Event) bool {
+	if a.At != b.At {
+		return a.At < b.At
+	}
+	return a.seq < b.seq
 }
 
 // Push schedules e.
 func (q *Queue) Push(e Event) {
 	e.seq = q.seq
 	q.seq++
-	heap.Push(&q.h, e)
+	q.h = append(q.h, e)
+	h := q.h
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !before(&e, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = e
 }
 
 // Pop removes and returns the earliest event. ok is false when the queue is empty.
 func (q *Queue) Pop() (e Event, ok bool) {
-	if len(q.h) == 0 {
+	n := len(q.h)
+	if n == 0 {
 		return Event{}, false
 	}
-	return heap.Pop(&q.h).(Event), true
+	h := q.h
+	top := h[0]
+	last := h[n-1]
+	h = h[:n-1]
+	q.h = h
+	n--
+	if n == 0 {
+		return top, true
+	}
+	// Sift last down from the root.
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m := c
+		for k := c + 1; k < c+4 && k < n; k++ {
+			if before(&h[k], &h[m]) {
+				m = k
+			}
+		}
+		if !before(&h[m], &last) {
+			break
+		}
+		h[i] = h[m]
+		i = m
+	}
+	h[i] = last
+	return top, true
 }
 
 // Peek returns the earliest event without removing it.
@@ -57,25 +112,6 @@ func (q *Queue) Peek() (e Event, ok bool) {
 
 // Len is the number of pending events.
 func (q *Queue) Len() int { return len(q.h) }
-
-type eventHeap []Event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].At != h[j].At {
-		return h[i].At < h[j].At
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(Event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	n := len(old)
-	e := old[n-1]
-	*h = old[:n-1]
-	return e
-}
 
 // RNG returns the random stream named name for the run seeded with seed.
 // Streams with different names are independent; the same (seed, name) pair

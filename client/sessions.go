@@ -1,4 +1,4 @@
-package cluster
+package client
 
 import (
 	"time"
@@ -42,7 +42,7 @@ func isFollowUp(r *workload.Request) bool {
 	return r.SessionID != 0 && (r.Turn > 0 || r.ParentSession != 0)
 }
 
-func (d *driver) sess(id uint64) *session {
+func (d *Client) sess(id uint64) *session {
 	if d.sessions == nil {
 		d.sessions = map[uint64]*session{}
 	}
@@ -62,7 +62,7 @@ func cloneReq(w *workload.Request) *workload.Request {
 
 // park keeps a follow-up until its predecessor finishes, releasing it at
 // once if that already happened.
-func (d *driver) park(w *workload.Request) {
+func (d *Client) park(w *workload.Request) {
 	c := cloneReq(w)
 	d.res.Sessions.FollowUps++
 	if c.ParentSession != 0 && c.Turn == 0 {
@@ -89,7 +89,7 @@ func (d *driver) park(w *workload.Request) {
 
 // tryRelease releases turn of session s when its predecessor and the
 // branches it joins have all finished.
-func (d *driver) tryRelease(id uint64, s *session, turn int) {
+func (d *Client) tryRelease(id uint64, s *session, turn int) {
 	c := s.parked[turn]
 	if c == nil || s.doneTurn != turn-1 || s.branchDone[turn-1] < c.WaitBranches {
 		return
@@ -103,25 +103,13 @@ func (d *driver) tryRelease(id uint64, s *session, turn int) {
 }
 
 // releaseFollowAt schedules a follow-up whose predecessors finished at
-// base: its (capped) delay later, in PerRequest mode never before its
-// Arrival. In a lanes warm-up it goes to the lane's warm-up instead.
-func (d *driver) releaseFollowAt(c *workload.Request, base time.Duration) {
-	if d.lanes != nil {
-		if !d.timed {
-			d.warmRelease(c)
-			return
-		}
-		d.pushFollow(c, max(base+d.delayOf(c), d.now))
-		return
-	}
-	at := base + d.delayOf(c)
-	if arr := d.origin() + c.Arrival; arr > at {
-		at = arr
-	}
-	d.pushFollow(c, max(at, d.now))
-}
+// base, as the mode releases follow-ups: its (capped) delay later and never
+// before its Arrival (per-request), or on its lane (lanes).
+func (d *Client) releaseFollowAt(c *workload.Request, base time.Duration) { d.m.followUpAt(c, base) }
 
-func (d *driver) pushFollow(c *workload.Request, at time.Duration) {
+// pushFollow schedules follow-up c's release at `at` and returns its slot
+// in follows.
+func (d *Client) pushFollow(c *workload.Request, at time.Duration) int32 {
 	var i int32
 	if n := len(d.followFree); n > 0 {
 		i = d.followFree[n-1]
@@ -132,58 +120,36 @@ func (d *driver) pushFollow(c *workload.Request, at time.Duration) {
 	}
 	f := &d.follows[i]
 	f.c, f.at, f.lane = c, at, -1
-	if d.lanes != nil && d.timed {
-		f.lane = d.sess(c.SessionID).lane
-		l := &d.lanes.l[f.lane]
-		l.pend = append(l.pend, i)
-	}
-	d.q.Push(sim.Event{At: at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(i)})
+	d.srv.At(sim.Event{At: at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(i)})
+	return i
 }
 
 // followStale reports whether a follow-up event was superseded (its
 // release moved earlier).
-func (d *driver) followStale(ev sim.Event) bool {
+func (d *Client) followStale(ev sim.Event) bool {
 	return d.follows[ev.Arg].gen != uint32(ev.Target)
 }
 
-// releaseFollowUp turns a released follow-up into an engine request, its
-// prompt prefixed with the predecessor's context, queued for a slot (or, in
-// Lanes mode, sent on its lane).
-func (d *driver) releaseFollowUp(ev sim.Event) {
+// releaseFollowUp: a follow-up's release time came; the mode sends it
+// (queued for a slot, or on its lane).
+func (d *Client) releaseFollowUp(ev sim.Event) {
 	if d.followStale(ev) {
 		return
 	}
 	i := int32(ev.Arg)
 	f := &d.follows[i]
-	c := f.c
-	if f.lane >= 0 {
-		l := &d.lanes.l[f.lane]
-		for k, s := range l.pend {
-			if s == i {
-				l.pend[k] = l.pend[len(l.pend)-1]
-				l.pend = l.pend[:len(l.pend)-1]
-				break
-			}
-		}
-	}
+	c, lane := f.c, f.lane
 	f.c = nil
 	f.gen++
 	d.followFree = append(d.followFree, i)
-	if d.lanes != nil {
-		d.laneFollowUp(c)
-		return
-	}
-	r := d.buildFollowUp(c, tagTimed, uint64(c.Index)<<1)
-	r.Released = d.now
-	d.blocked = append(d.blocked, r)
-	d.fill()
+	d.m.followUp(c, i, lane)
 }
 
 // buildFollowUp materialises a follow-up: the predecessor's context, then
 // its own prompt; a branch inherits its tree's cache-bust marker, and a
 // fresh branch carries it in its first message.
-func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engine.Request {
-	r := d.newRequest(c, tag, salt)
+func (d *Client) buildFollowUp(c *workload.Request, kind uint8, salt uint64) *engine.Request {
+	r := d.newRequest(c, kind, salt)
 	if c.PrevContext {
 		pred := d.sess(c.SessionID)
 		if c.Turn == 0 {
@@ -199,7 +165,8 @@ func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engin
 			d.insertMarker(r, m, c.SystemSegments)
 		}
 	}
-	r.SessionID, r.Turn, r.Final = c.SessionID, c.Turn, c.Final
+	f := d.fl(r)
+	f.session, f.turn, f.final = c.SessionID, c.Turn, c.Final
 	return r
 }
 
@@ -208,16 +175,16 @@ func (d *driver) buildFollowUp(c *workload.Request, tag int, salt uint64) *engin
 // are released. pad is recorded output the turn did not generate (a
 // one-token warm-up): the context still holds that many tokens, as the
 // replayed conversation does, but the engine never computed them.
-func (d *driver) sessionDone(r *engine.Request, pad int) {
-	if r.SessionID == 0 {
+func (d *Client) sessionDone(r *engine.Request, f *flight) {
+	if f.session == 0 {
 		return
 	}
-	s := d.sess(r.SessionID)
-	if d.lanes != nil && r.Status == engine.StatusRejected {
-		d.stopSession(s)
+	pad := int(f.pad)
+	s := d.sess(f.session)
+	if r.Status == engine.StatusRejected && d.m.refused(s) {
 		return
 	}
-	s.doneTurn, s.doneAt = r.Turn, d.now
+	s.doneTurn, s.doneAt = f.turn, d.now()
 	s.ctx = append(s.ctx[:0], r.Prompt...)
 	s.ctxLen = r.PromptLen
 	if r.NumOutput > 0 {
@@ -228,58 +195,34 @@ func (d *driver) sessionDone(r *engine.Request, pad int) {
 		s.ctx = append(s.ctx, workload.Segment{ID: splitmix(r.OutputID ^ tagPad), Len: pad})
 		s.ctxLen += pad
 	}
-	for _, b := range s.branchWait[r.Turn] {
-		d.releaseFollowAt(b, d.now)
+	for _, b := range s.branchWait[f.turn] {
+		d.releaseFollowAt(b, d.now())
 	}
-	delete(s.branchWait, r.Turn)
-	if r.Final && s.isBranch {
+	delete(s.branchWait, f.turn)
+	if f.final && s.isBranch {
 		d.branchFinished(s)
 	}
-	d.tryRelease(r.SessionID, s, r.Turn+1)
-	if r.Final && len(s.parked) == 0 && len(s.branchWait) == 0 {
-		delete(d.sessions, r.SessionID)
+	d.tryRelease(f.session, s, f.turn+1)
+	if f.final && len(s.parked) == 0 && len(s.branchWait) == 0 {
+		delete(d.sessions, f.session)
 	}
 }
 
 // branchFinished tells a branch's parent that it is done, releasing the
 // joining turn when it was the last one.
-func (d *driver) branchFinished(s *session) {
+func (d *Client) branchFinished(s *session) {
 	p := d.sess(s.parent)
 	if p.branchDone == nil {
 		p.branchDone, p.branchAt = map[int]int{}, map[int]time.Duration{}
 	}
 	p.branchDone[s.parentTurn]++
-	p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now)
+	p.branchAt[s.parentTurn] = max(p.branchAt[s.parentTurn], d.now())
 	d.tryRelease(s.parent, p, s.parentTurn+1)
-}
-
-// stopSession ends a session whose turn the server refused (Lanes mode):
-// every later turn grows the context, so aiperf stops the trajectory there
-// instead of sending turns bound to fail (agentic_replay.py, context-overflow
-// short-circuit). Its parked turns and the branches that would have
-// started after them are dropped; a stopped branch lets its parent's join
-// go on without it (BranchOrchestrator.on_child_stopped).
-func (d *driver) stopSession(s *session) {
-	s.stopped = true
-	dropped := len(s.parked)
-	s.parked = nil
-	for _, list := range s.branchWait {
-		for _, b := range list {
-			dropped += 1 + d.dropTree(b.SessionID)
-		}
-	}
-	s.branchWait = nil
-	if s.lane >= 0 {
-		d.lanes.l[s.lane].remaining -= dropped
-	}
-	if s.isBranch {
-		d.branchFinished(s)
-	}
 }
 
 // dropTree forgets a branch that never started and everything under it,
 // returning how many of its requests will not be sent besides its first.
-func (d *driver) dropTree(id uint64) int {
+func (d *Client) dropTree(id uint64) int {
 	b := d.sessions[id]
 	if b == nil {
 		return 0

@@ -1,7 +1,8 @@
-package cluster
+package client
 
 import (
 	"math/rand/v2"
+	"time"
 
 	"blis/engine"
 	"blis/sim"
@@ -31,19 +32,8 @@ import (
 // Request arrivals (the rate process, trace timestamps) do not apply: lanes
 // are closed loops, and follow-ups keep only their delays.
 
-// Identity salts for segments the client makes up.
-const (
-	tagPad    = 0x7061640000000000 // "pad": recorded output a one-token warm-up skipped
-	tagSynth  = 0x73796e7400000000 // "synt": recorded responses in a primer's history
-	tagMarker = 0x6d61726b00000000 // "mark": cache-bust markers
-)
-
-// markerTokens is the length of aiperf's cache-bust marker
-// "[rid:<12 hex digits>]\n\n" (timing/strategies/cache_bust.py): about 16
-// tokens under Llama-3-style BPE, which splits hex digits one by one.
-const markerTokens = 16
-
 type lanes struct {
+	d    *Client
 	l    []lane
 	traj trajReader
 	rng  *rand.Rand
@@ -72,19 +62,24 @@ type lane struct {
 	hold      []*workload.Request // released in the warm-up, sent in the timed phase
 }
 
-func (d *driver) warmBudget() int { return d.cfg.WarmupRequestsPerLane }
+func (L *lanes) warmBudget() int { return L.d.cfg.WarmupRequestsPerLane }
 
-// startLanes begins a Lanes run: the primers, or the timed phase at once.
-func (d *driver) startLanes() error {
-	L := &lanes{
+// newLanes makes the lanes of client d.
+func newLanes(d *Client) *lanes {
+	return &lanes{
+		d:      d,
 		l:      make([]lane, d.cfg.MaxConcurrency),
 		rng:    sim.RNG(d.cfg.Seed, "cluster.lanes"),
 		sidMap: map[uint64]uint64{},
 		traj: trajReader{src: d.src, open: map[uint64]*trajectory{},
 			reopen: d.cfg.Reopen, wrap: d.cfg.BenchmarkDuration > 0 && d.cfg.Reopen != nil},
 	}
-	d.lanes = L
-	if d.warmBudget() <= 0 && d.cfg.TrajectoryStartMax <= 0 {
+}
+
+// start begins a Lanes run: the primers, or the timed phase at once.
+func (L *lanes) start() error {
+	d := L.d
+	if L.warmBudget() <= 0 && d.cfg.TrajectoryStartMax <= 0 {
 		d.startTimed()
 		return L.traj.err
 	}
@@ -94,7 +89,7 @@ func (d *driver) startLanes() error {
 		if t == nil {
 			break
 		}
-		d.feed(li, t, d.sampleStart(t))
+		L.feed(li, t, L.sampleStart(t))
 		L.traj.recycle(t)
 	}
 	return L.traj.err
@@ -105,7 +100,8 @@ func (d *driver) startLanes() error {
 // [min(⌊min·n⌋, n−2), min(⌊max·n⌋, n−2)], so at least one turn follows the
 // primer (0 when n ≤ 2). aiperf skips traces of one turn; BLIS primes their
 // only turn and lets the lane move on.
-func (d *driver) sampleStart(t *trajectory) int {
+func (L *lanes) sampleStart(t *trajectory) int {
+	d := L.d
 	n := t.rootTurns()
 	if n <= 2 {
 		return 0
@@ -115,28 +111,28 @@ func (d *driver) sampleStart(t *trajectory) int {
 	if kmin > kmax {
 		kmin = kmax
 	}
-	return kmin + d.lanes.rng.IntN(kmax-kmin+1)
+	return kmin + L.rng.IntN(kmax-kmin+1)
 }
 
 // settle moves a lanes warm-up on when nothing of it is left in flight:
 // from the primers to the no-delay stage, then to the timed phase.
-func (d *driver) settle() {
-	L := d.lanes
+func (L *lanes) settle() {
+	d := L.d
 	if L == nil || !L.warm || L.warmInFlight > 0 || L.warmPending > 0 || L.startsPending > 0 {
 		return
 	}
-	if d.warmBudget() > 0 && !L.accel {
+	if L.warmBudget() > 0 && !L.accel {
 		L.accel = true
 		for li := range L.l {
 			l := &L.l[li]
 			for _, c := range l.hold {
 				L.warmPending++
-				d.pushFollow(c, d.now)
+				L.push(c, d.now())
 			}
 			l.hold = l.hold[:0]
 			if l.needTraj {
 				l.needTraj = false
-				d.queueLaneStart(li)
+				L.queueLaneStart(li)
 			}
 		}
 		if L.warmPending > 0 || L.startsPending > 0 {
@@ -147,52 +143,54 @@ func (d *driver) settle() {
 	d.startTimed()
 }
 
-// lanesTimed starts the timed phase of a Lanes run.
-func (d *driver) lanesTimed() {
-	L := d.lanes
-	carry := d.warmBudget() > 0
+// timedStarted starts the timed phase of a Lanes run.
+func (L *lanes) timedStarted() {
+	d := L.d
+	carry := L.warmBudget() > 0
 	for li := range L.l {
 		l := &L.l[li]
 		for _, c := range l.hold {
-			at := d.now
+			at := d.now()
 			if carry {
 				at += d.delayOf(c)
 			}
-			d.pushFollow(c, at)
+			L.push(c, at)
 		}
 		l.hold = l.hold[:0]
-		d.laneIdle(li)
+		L.laneIdle(li)
 		l.needTraj = false
 		if !l.active {
-			d.startLane(li)
+			L.startLane(li)
 		}
 	}
 }
 
-func (d *driver) queueLaneStart(li int) {
-	d.lanes.startsPending++
-	d.q.Push(sim.Event{At: d.now, Kind: evLaneStart, Target: li})
+func (L *lanes) queueLaneStart(li int) {
+	d := L.d
+	L.startsPending++
+	d.srv.At(sim.Event{At: d.now(), Kind: evLaneStart, Target: li})
 }
 
 // laneDone: one request of lane li's play is done; when none is left the
 // lane takes its next trajectory (through an event, so a run of refused
 // requests does not recurse).
-func (d *driver) laneDone(li int) {
-	l := &d.lanes.l[li]
+func (L *lanes) laneDone(li int) {
+	l := &L.l[li]
 	l.remaining--
 	if l.remaining > 0 {
 		return
 	}
 	l.active = false
-	d.queueLaneStart(li)
+	L.queueLaneStart(li)
 }
 
 // laneIdle applies the trace idle-gap cap to lane li's tree: when none of
 // its requests is in flight, its pending releases all move earlier by the
 // same amount so the next comes within the cap (aiperf advances the tree's
 // pending timers uniformly; InferenceX benchmark_lib.sh build_replay_cmd).
-func (d *driver) laneIdle(li int) {
-	l := &d.lanes.l[li]
+func (L *lanes) laneIdle(li int) {
+	d := L.d
+	l := &L.l[li]
 	cp := d.cfg.TraceIdleGapCap
 	if cp <= 0 || !d.timed || l.inFlight > 0 || len(l.pend) == 0 {
 		return
@@ -201,7 +199,7 @@ func (d *driver) laneIdle(li int) {
 	for _, s := range l.pend {
 		next = min(next, d.follows[s].at)
 	}
-	j := next - d.now - cp
+	j := next - d.now() - cp
 	if j <= 0 {
 		return
 	}
@@ -209,28 +207,28 @@ func (d *driver) laneIdle(li int) {
 		f := &d.follows[s]
 		f.gen++
 		f.at -= j
-		d.q.Push(sim.Event{At: f.at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(s)})
+		d.srv.At(sim.Event{At: f.at, Kind: evFollowUp, Target: int(f.gen), Arg: int64(s)})
 	}
 	d.res.TraceIdle.Jumps++
 	d.res.TraceIdle.Skipped += j
 }
 
-func (d *driver) laneStart(li int) {
-	d.lanes.startsPending--
-	if !d.lanes.l[li].active {
-		d.startLane(li)
+func (L *lanes) laneStart(li int) {
+	L.startsPending--
+	if !L.l[li].active {
+		L.startLane(li)
 	}
 }
 
 // startLane gives lane li its next trajectory, from turn 0.
-func (d *driver) startLane(li int) {
-	L := d.lanes
+func (L *lanes) startLane(li int) {
+	d := L.d
 	l := &L.l[li]
 	if d.timed {
 		if !d.open() {
 			return // aiperf: no new session once the duration is over
 		}
-	} else if !L.accel || L.budget || l.warmSent >= d.warmBudget() {
+	} else if !L.accel || L.budget || l.warmSent >= L.warmBudget() {
 		l.needTraj = true
 		return
 	}
@@ -238,7 +236,7 @@ func (d *driver) startLane(li int) {
 	if t == nil {
 		return
 	}
-	d.feed(li, t, 0)
+	L.feed(li, t, 0)
 	L.traj.recycle(t)
 }
 
@@ -246,8 +244,8 @@ func (d *driver) startLane(li int) {
 // start request is sent now, every later request of the tree is parked
 // behind its predecessor. Sessions get IDs unique to the play, so replays
 // of one trajectory never meet.
-func (d *driver) feed(li int, t *trajectory, k int) {
-	L := d.lanes
+func (L *lanes) feed(li int, t *trajectory, k int) {
+	d := L.d
 	l := &L.l[li]
 	L.plays++
 	d.res.Trajectories++
@@ -275,8 +273,8 @@ func (d *driver) feed(li int, t *trajectory, k int) {
 		buf = append(buf, t.prompt(i)...)
 		plen += q.InputLen
 		if pos == 0 && marker != 0 {
-			buf = insertSeg(buf, at+d.markerPos(q.SystemSegments, len(buf)-at), workload.Segment{ID: marker, Len: markerTokens})
-			plen += markerTokens
+			buf = insertSeg(buf, at+d.markerPos(q.SystemSegments, len(buf)-at), workload.Segment{ID: marker, Len: MarkerTokens})
+			plen += MarkerTokens
 		}
 		if pos == k {
 			si = i
@@ -334,37 +332,37 @@ func (d *driver) feed(li int, t *trajectory, k int) {
 	if root != 0 {
 		w.SessionID = L.sidMap[root]
 	}
-	d.sendLane(li, &w, true)
+	L.sendLane(li, &w, true)
 }
 
 // sendLane sends a lane's request: a trajectory's start (w's prompt is
 // final) or a released follow-up (built from its predecessor's context). In
 // the warm-up it spends the lane's budget.
-func (d *driver) sendLane(li int, w *workload.Request, start bool) {
-	L := d.lanes
+func (L *lanes) sendLane(li int, w *workload.Request, start bool) {
+	d := L.d
 	l := &L.l[li]
 	L.seq++
-	tag := tagTimed
+	kind := uint8(kindTimed)
 	if !d.timed {
-		tag = tagWarmup
+		kind = kindWarmup
 	}
 	var r *engine.Request
 	if start {
-		r = d.newRequest(w, tag, L.seq<<2|3)
-		r.SessionID, r.Turn, r.Final = w.SessionID, w.Turn, w.Final
+		r = d.newRequest(w, kind, L.seq<<2|3)
+		f := d.fl(r)
+		f.session, f.turn, f.final = w.SessionID, w.Turn, w.Final
 	} else {
-		r = d.buildFollowUp(w, tag, L.seq<<2|3)
+		r = d.buildFollowUp(w, kind, L.seq<<2|3)
 	}
-	r.Released = d.now
 	pad := 0
-	if tag == tagWarmup {
+	if kind == kindWarmup {
 		// Every warm-up request asks for one token; the context keeps the
 		// recorded response (agentic_replay.py _WARMUP_MAX_TOKENS).
 		pad, r.MaxTokens = max(w.OutputLen-1, 0), 1
 		l.warmSent++
 		d.res.WarmupRequests++
 		L.warmInFlight++
-		if k := d.warmBudget(); k > 0 && !L.budget {
+		if k := L.warmBudget(); k > 0 && !L.budget {
 			L.budget = true
 			for i := range L.l {
 				if L.l[i].warmSent < k {
@@ -377,71 +375,140 @@ func (d *driver) sendLane(li int, w *workload.Request, start bool) {
 		r.ID = d.res.Sent
 		d.res.Sent++
 	}
+	l.inFlight++
 	d.send(r, li, pad)
 }
 
 // warmRelease: a follow-up released during a lanes warm-up goes out at once
 // in the no-delay stage while its lane has budget, else waits for the timed
 // phase.
-func (d *driver) warmRelease(c *workload.Request) {
-	L := d.lanes
+func (L *lanes) warmRelease(c *workload.Request) {
+	d := L.d
 	l := &L.l[d.sess(c.SessionID).lane]
-	if !L.accel || L.budget || l.warmSent >= d.warmBudget() {
+	if !L.accel || L.budget || l.warmSent >= L.warmBudget() {
 		l.hold = append(l.hold, c)
 		return
 	}
 	L.warmPending++
-	d.pushFollow(c, d.now)
+	L.push(c, d.now())
 }
 
 // laneFollowUp sends a released follow-up on its lane.
-func (d *driver) laneFollowUp(c *workload.Request) {
-	L := d.lanes
+func (L *lanes) laneFollowUp(c *workload.Request) {
+	d := L.d
 	li := int(d.sess(c.SessionID).lane)
 	if !d.timed {
 		L.warmPending--
-		if l := &L.l[li]; L.budget || l.warmSent >= d.warmBudget() {
+		if l := &L.l[li]; L.budget || l.warmSent >= L.warmBudget() {
 			l.hold = append(l.hold, c)
 			return
 		}
 	} else if !d.open() {
 		return
 	}
-	d.sendLane(li, c, false)
+	L.sendLane(li, c, false)
 }
 
-// markerPos is where a cache-bust marker goes in a first message of n
-// segments whose first sys are a system prompt.
-func (d *driver) markerPos(sys, n int) int {
-	if d.cfg.CacheBust == CacheBustSystemPrefix {
-		return 0
-	}
-	return min(sys, n)
-}
-
-// insertMarker puts marker m into r's first message (its prompt starts with
-// it) and counts its tokens.
-func (d *driver) insertMarker(r *engine.Request, m uint64, sys int) {
-	r.Prompt = insertSeg(r.Prompt, d.markerPos(sys, len(r.Prompt)), workload.Segment{ID: m, Len: markerTokens})
-	r.PromptLen += markerTokens
-}
-
-// bustStart marks a PerRequest session start (or standalone request) with
-// its own marker, which the session's branches inherit.
-func (d *driver) bustStart(r *engine.Request, w *workload.Request) {
-	m := splitmix(d.salt^tagMarker^uint64(w.Index)) | 1
-	d.insertMarker(r, m, w.SystemSegments)
-	if w.SessionID != 0 {
-		d.sess(w.SessionID).marker = m
+// push schedules follow-up c's release at `at`; in the timed phase it is
+// one of its lane's pending releases, which the trace idle cap moves.
+func (L *lanes) push(c *workload.Request, at time.Duration) {
+	d := L.d
+	i := d.pushFollow(c, at)
+	if d.timed {
+		f := &d.follows[i]
+		f.lane = d.sess(c.SessionID).lane
+		l := &L.l[f.lane]
+		l.pend = append(l.pend, i)
 	}
 }
 
-func insertSeg(p []workload.Segment, at int, s workload.Segment) []workload.Segment {
-	p = append(p, workload.Segment{})
-	copy(p[at+1:], p[at:])
-	p[at] = s
-	return p
+// followUpAt: in the warm-up a released follow-up joins its lane's warm-up;
+// in the timed phase it goes its delay after its predecessors.
+func (L *lanes) followUpAt(c *workload.Request, base time.Duration) {
+	d := L.d
+	if !d.timed {
+		L.warmRelease(c)
+		return
+	}
+	L.push(c, max(base+d.delayOf(c), d.now()))
 }
+
+// followUp sends a released follow-up on its lane.
+func (L *lanes) followUp(c *workload.Request, slot, lane int32) {
+	if lane >= 0 {
+		l := &L.l[lane]
+		for k, s := range l.pend {
+			if s == slot {
+				l.pend[k] = l.pend[len(l.pend)-1]
+				l.pend = l.pend[:len(l.pend)-1]
+				break
+			}
+		}
+	}
+	L.laneFollowUp(c)
+}
+
+func (L *lanes) timer(ev sim.Event) {
+	if ev.Kind == evLaneStart {
+		L.laneStart(ev.Target)
+	}
+}
+
+// left: one request of a lane ended; the lane moves on when its tree has
+// drained, and its tree's idle cap applies.
+func (L *lanes) left(lane int32) {
+	if lane < 0 {
+		return
+	}
+	li := int(lane)
+	L.l[li].inFlight--
+	L.laneDone(li)
+	L.laneIdle(li)
+}
+
+// refused: a refused turn stops its session (stopSession).
+func (L *lanes) refused(s *session) bool {
+	L.stopSession(s)
+	return true
+}
+
+// stopSession ends a session whose turn the server refused: every later
+// turn grows the context, so aiperf stops the trajectory there instead of
+// sending turns bound to fail (agentic_replay.py, context-overflow
+// short-circuit). Its parked turns and the branches that would have
+// started after them are dropped; a stopped branch lets its parent's join
+// go on without it (BranchOrchestrator.on_child_stopped).
+func (L *lanes) stopSession(s *session) {
+	d := L.d
+	s.stopped = true
+	dropped := len(s.parked)
+	s.parked = nil
+	for _, list := range s.branchWait {
+		for _, b := range list {
+			dropped += 1 + d.dropTree(b.SessionID)
+		}
+	}
+	s.branchWait = nil
+	if s.lane >= 0 {
+		L.l[s.lane].remaining -= dropped
+	}
+	if s.isBranch {
+		d.branchFinished(s)
+	}
+}
+
+func (L *lanes) fill()                                   {}
+func (L *lanes) resume()                                 {}
+func (L *lanes) warmupEnded()                            { L.warmInFlight-- }
+func (L *lanes) holding() bool                           { return false }
+func (L *lanes) closeWindow()                            {}
+func (L *lanes) unsent() bool                            { return false }
+func (L *lanes) delay(c *workload.Request) time.Duration { return c.Delay }
+func (L *lanes) finish() error                           { return L.traj.err }
+
+// private: lanes may replay the corpus (wrap-around), so nothing they send
+// is private.
+func (L *lanes) private(*workload.Request) bool { return false }
 
 // trajectory is one tree read from the workload: a session's requests and
 // its branches', in source order (or one standalone request).
