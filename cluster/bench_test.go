@@ -7,6 +7,7 @@ import (
 
 	"blis/cluster"
 	"blis/metrics"
+	"blis/router"
 	"blis/metrics/format"
 	"blis/scenario"
 	"blis/workload"
@@ -115,29 +116,33 @@ func benchMooncake(b *testing.B, exports bool) {
 }
 
 // BenchmarkCluster serves random 1024 in / 256 out (Llama-3.1-8B, one H100
-// per replica) from replicas behind a round-robin router, near saturation:
+// per replica) from replicas behind a router — round-robin, or llm-d's
+// default EndpointPickerConfig (prefix-cache scorer over the router's
+// approximate prefix index, metrics scraped every 50 ms) — near saturation:
 // Poisson arrivals at 20 req/s per replica, which one replica serves at
 // about 21.5 req/s. The recorder keeps no per-request results, as `blis
 // run` makes it (its sinks stream them). The issue's target is 16 replicas
 // × 1,000,000 requests in ≤ 20 s and ≤ 2 GiB; the per-replica load is the
 // same at every size, so the time should grow linearly with the replicas:
 //
-//	go test ./cluster -run '^$' -bench 'Cluster/replicas=16/requests=1000000' -benchmem -benchtime 1x
-//	go test ./cluster -run '^$' -bench 'Cluster/.*/requests_per_replica=6250' -benchmem -benchtime 1x
+//	go test ./cluster -run '^$' -bench 'Cluster/router=llm-d/replicas=16/requests=1000000' -benchmem -benchtime 1x
+//	go test ./cluster -run '^$' -bench 'Cluster/router=.*/requests_per_replica=6250' -benchmem -benchtime 1x
 func BenchmarkCluster(b *testing.B) {
-	for _, c := range []struct{ replicas, requests int }{
-		{16, 16 * 6250}, {256, 256 * 6250}, // scaling: the same requests per replica
-		{16, 1_000_000}, {256, 16_000_000}, // the issue's load, and the same per replica at 256
-	} {
-		name := fmt.Sprintf("replicas=%d/requests=%d", c.replicas, c.requests)
-		if c.requests == c.replicas*6250 {
-			name = fmt.Sprintf("replicas=%d/requests_per_replica=6250", c.replicas)
+	for _, rt := range []string{"round-robin", "llm-d"} {
+		for _, c := range []struct{ replicas, requests int }{
+			{16, 16 * 6250}, {256, 256 * 6250}, // scaling: the same requests per replica
+			{16, 1_000_000}, {256, 16_000_000}, // the issue's load, and the same per replica at 256
+		} {
+			name := fmt.Sprintf("router=%s/replicas=%d/requests=%d", rt, c.replicas, c.requests)
+			if c.requests == c.replicas*6250 {
+				name = fmt.Sprintf("router=%s/replicas=%d/requests_per_replica=6250", rt, c.replicas)
+			}
+			b.Run(name, func(b *testing.B) { benchCluster(b, rt, c.replicas, c.requests) })
 		}
-		b.Run(name, func(b *testing.B) { benchCluster(b, c.replicas, c.requests) })
 	}
 }
 
-func benchCluster(b *testing.B, replicas, n int) {
+func benchCluster(b *testing.B, routerName string, replicas, n int) {
 	s := scenario.Defaults()
 	s.Model, s.Hardware = "meta-llama/Llama-3.1-8B", "h100"
 	s.RandomInputLen, s.RandomOutputLen, s.NumPrompts = 1024, 256, n
@@ -158,7 +163,9 @@ func benchCluster(b *testing.B, replicas, n int) {
 		cfg := res.ClientConfig()
 		cfg.Pools = []cluster.Pool{{Name: "vllm", Replicas: replicas, Engine: cfg.Engine, Pricer: cfg.Pricer,
 			DataParallel: cfg.DataParallel, Lockstep: cfg.Lockstep}}
-		cfg.Router = cluster.NewRoundRobinForTest()
+		if cfg.Router, err = router.Named(routerName); err != nil {
+			b.Fatal(err)
+		}
 		out, err := cluster.Run(cfg, src, rec)
 		if err != nil {
 			b.Fatal(err)

@@ -66,7 +66,7 @@ func (s *epSet) each(f func(ep int32)) {
 // lru is one endpoint's LRU of block hashes, a doubly linked list in a slab.
 type lru struct {
 	cap        int
-	pos        map[uint64]int32
+	pos        *hmap
 	nodes      []lruNode
 	head, tail int32 // head: most recent
 	free       int32
@@ -78,7 +78,7 @@ type lruNode struct {
 }
 
 func newLRU(capacity int) *lru {
-	return &lru{cap: capacity, pos: make(map[uint64]int32), head: -1, tail: -1, free: -1}
+	return &lru{cap: capacity, pos: newHmap(min(capacity, 1<<16)), head: -1, tail: -1, free: -1}
 }
 
 func (l *lru) unlink(i int32) {
@@ -109,17 +109,17 @@ func (l *lru) pushFront(i int32) {
 
 // add touches h; it returns the evicted hash (ok=true) when full.
 func (l *lru) add(h uint64) (evicted uint64, ok bool) {
-	if i, found := l.pos[h]; found {
+	if i, found := l.pos.get(h); found {
 		l.unlink(i)
 		l.pushFront(i)
 		return 0, false
 	}
 	var i int32
-	if len(l.pos) >= l.cap && l.tail >= 0 {
+	if l.pos.len() >= l.cap && l.tail >= 0 {
 		i = l.tail
 		evicted, ok = l.nodes[i].h, true
 		l.unlink(i)
-		delete(l.pos, evicted)
+		l.pos.del(evicted)
 	} else if l.free >= 0 {
 		i = l.free
 		l.free = l.nodes[i].next
@@ -128,7 +128,7 @@ func (l *lru) add(h uint64) (evicted uint64, ok bool) {
 		i = int32(len(l.nodes) - 1)
 	}
 	l.nodes[i].h = h
-	l.pos[h] = i
+	l.pos.put(h, i)
 	l.pushFront(i)
 	return evicted, ok
 }
@@ -139,12 +139,12 @@ func (l *lru) add(h uint64) (evicted uint64, ok bool) {
 // sized by its GPU block count; evicting from an endpoint's LRU removes the
 // endpoint from the hash's set.
 type approxIndex struct {
-	byHash map[uint64]epSet
+	byHash *epIndex
 	lrus   []*lru
 }
 
 func newApproxIndex(n int) *approxIndex {
-	return &approxIndex{byHash: make(map[uint64]epSet), lrus: make([]*lru, n)}
+	return &approxIndex{byHash: newEPIndex(), lrus: make([]*lru, n)}
 }
 
 func (x *approxIndex) add(hashes []uint64, ep int, capacity int) {
@@ -155,28 +155,11 @@ func (x *approxIndex) add(hashes []uint64, ep int, capacity int) {
 	}
 	for _, h := range hashes {
 		if ev, ok := l.add(h); ok {
-			x.drop(ev, int32(ep))
+			x.byHash.remove(ev, int32(ep))
 		}
 	}
 	for _, h := range hashes {
-		s, ok := x.byHash[h]
-		if !ok {
-			s.first = -1
-		}
-		s.add(int32(ep))
-		x.byHash[h] = s
-	}
-}
-
-func (x *approxIndex) drop(h uint64, ep int32) {
-	s, ok := x.byHash[h]
-	if !ok {
-		return
-	}
-	if s.remove(ep) {
-		delete(x.byHash, h)
-	} else {
-		x.byHash[h] = s
+		x.byHash.add(h, int32(ep))
 	}
 }
 
@@ -188,8 +171,8 @@ func (x *approxIndex) match(hashes []uint64, counts []int) {
 		counts[i] = 0
 	}
 	for _, h := range hashes {
-		s, ok := x.byHash[h]
-		if !ok || s.first < 0 {
+		s := x.byHash.get(h)
+		if s == nil || s.first < 0 {
 			return
 		}
 		counts[s.first]++
@@ -204,14 +187,14 @@ func (x *approxIndex) match(hashes []uint64, counts []int) {
 // index delay after the engine emitted it (ZMQ publish + the indexer's
 // worker pool); until then the index is stale.
 type preciseIndex struct {
-	byHash  map[uint64]epSet
+	byHash  *epIndex
 	delay   time.Duration
 	pending []kvEvent
 	head    int
 	// speculative entries (speculativeIndexing): blocks the router expects
 	// an endpoint to cache because it just sent the prompt there, kept
 	// until their TTL even if no KV event confirms them.
-	spec     map[uint64]epSet
+	spec     *epIndex
 	specQ    []specEntry
 	specHead int
 	specFree [][]uint64
@@ -231,7 +214,7 @@ type kvEvent struct {
 }
 
 func newPreciseIndex(delay time.Duration) *preciseIndex {
-	return &preciseIndex{byHash: make(map[uint64]epSet), spec: make(map[uint64]epSet), delay: delay}
+	return &preciseIndex{byHash: newEPIndex(), spec: newEPIndex(), delay: delay}
 }
 
 // speculate records hashes on ep until expiry.
@@ -243,12 +226,7 @@ func (x *preciseIndex) speculate(expiry time.Duration, ep int, hashes []uint64) 
 	hs = append(hs, hashes...)
 	x.specQ = append(x.specQ, specEntry{at: expiry, ep: int32(ep), hs: hs})
 	for _, h := range hashes {
-		s, ok := x.spec[h]
-		if !ok {
-			s.first = -1
-		}
-		s.add(int32(ep))
-		x.spec[h] = s
+		x.spec.add(h, int32(ep))
 	}
 }
 
@@ -258,13 +236,7 @@ func (x *preciseIndex) expireSpec(now time.Duration) {
 		x.specQ[x.specHead] = specEntry{}
 		x.specHead++
 		for _, h := range e.hs {
-			if s, ok := x.spec[h]; ok {
-				if s.remove(e.ep) {
-					delete(x.spec, h)
-				} else {
-					x.spec[h] = s
-				}
-			}
+			x.spec.remove(h, e.ep)
 		}
 		x.specFree = append(x.specFree, e.hs)
 	}
@@ -283,19 +255,10 @@ func (x *preciseIndex) advance(now time.Duration) {
 	for x.head < len(x.pending) && x.pending[x.head].at <= now {
 		ev := x.pending[x.head]
 		x.head++
-		s, ok := x.byHash[ev.h]
-		if !ok {
-			s.first = -1
-		}
 		if ev.stored {
-			s.add(ev.ep)
-			x.byHash[ev.h] = s
-		} else if ok {
-			if s.remove(ev.ep) {
-				delete(x.byHash, ev.h)
-			} else {
-				x.byHash[ev.h] = s
-			}
+			x.byHash.add(ev.h, ev.ep)
+		} else {
+			x.byHash.remove(ev.h, ev.ep)
 		}
 	}
 	if x.head == len(x.pending) {
@@ -320,10 +283,10 @@ func (x *preciseIndex) match(hashes []uint64, counts []int) {
 				advanced = true
 			}
 		}
-		if s, ok := x.byHash[h]; ok {
+		if s := x.byHash.get(h); s != nil {
 			s.each(step)
 		}
-		if s, ok := x.spec[h]; ok {
+		if s := x.spec.get(h); s != nil {
 			s.each(step)
 		}
 		if !advanced {
