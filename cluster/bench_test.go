@@ -7,8 +7,8 @@ import (
 
 	"blis/cluster"
 	"blis/metrics"
-	"blis/router"
 	"blis/metrics/format"
+	"blis/router"
 	"blis/scenario"
 	"blis/workload"
 )
