@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"blis/catalog"
+	"blis/internal/inputerr"
 	suggestpkg "blis/internal/suggest"
 	"blis/workload"
 )
@@ -429,38 +430,10 @@ func (v secondsValue) Set(s string) error {
 }
 
 // InputError is bad user input: which file and line (if any), which key,
-// the value, and what is allowed. The CLI exits 2 on it.
-type InputError struct {
-	File  string
-	Line  int
-	Key   string
-	Value string
-	Msg   string
-}
-
-func (e *InputError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	}
-	if e.Key != "" {
-		b.WriteString(e.Key)
-		if e.Value != "" {
-			b.WriteString(" " + quote(e.Value))
-		}
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Is makes every InputError match workload.ErrBadInput, the one mark of
-// input a user can fix: a flag, a scenario file, a trace or dataset file.
-func (e *InputError) Is(target error) bool { return target == workload.ErrBadInput }
+// the value, and what is allowed. The CLI exits 2 on it. It matches
+// workload.ErrBadInput, the one mark of input a user can fix (a flag, a
+// scenario file, a trace or dataset file, a router config).
+type InputError = inputerr.Error
 
 // IsInputError reports whether err is (or wraps) bad input: an InputError
 // or any workload error about a flag or a file's content. The CLI exits 2

@@ -6,22 +6,16 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"blis/internal/inputerr"
 )
 
 // The value types below satisfy github.com/spf13/pflag's Value interface
 // (String, Set, Type) without importing it, so one table of settings serves
 // both the command line and scenario files.
 
-// quote writes a value a user gave into a message: escaped as Go's %q does
-// (no raw control or binary bytes reach the terminal) and cut after 60
-// characters.
-func quote(s string) string {
-	const max = 60
-	if r := []rune(s); len(r) > max {
-		return strconv.Quote(string(r[:max])) + "…"
-	}
-	return strconv.Quote(s)
-}
+// quote writes a value a user gave into a message (inputerr.Quote).
+func quote(s string) string { return inputerr.Quote(s) }
 
 // parseInt reads a base-10 integer of the given bit size, saying "out of
 // range" with the bound rather than "not an integer" when it is one.

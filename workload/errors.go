@@ -1,17 +1,18 @@
 package workload
 
 import (
-	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"blis/internal/inputerr"
 )
 
 // ErrBadInput marks every error this package returns for input a user can
 // fix (a flag value out of range, an unknown name). Test with
 // errors.Is(err, ErrBadInput); a CLI maps it to exit status 2.
-var ErrBadInput = errors.New("bad input")
+var ErrBadInput = inputerr.ErrBadInput
 
 // InputError says which flag had which bad value and what is allowed.
 // It matches ErrBadInput under errors.Is; use errors.As to get the fields.
