@@ -73,7 +73,6 @@ type decider interface {
 }
 
 type scoredRef struct {
-	name   string
 	s      scorerPlugin
 	weight float64
 }
@@ -100,7 +99,6 @@ type routed struct {
 	req     *Request
 	decode  int
 	prefill int
-	tokens  int64
 	start   time.Duration
 	feat    [latFeatures]float64 // predictor features at dispatch
 	hasFeat bool
@@ -133,8 +131,6 @@ func (c *cycle) alloc(n int) []int {
 	c.used += n
 	return s
 }
-
-func (c *cycle) metrics(ep int) *epState { return &c.e.st[ep] }
 
 // EPP is a Router built from an EndpointPickerConfig.
 type EPP struct {
