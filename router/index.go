@@ -63,13 +63,39 @@ func (s *epSet) each(f func(ep int32)) {
 	}
 }
 
-// lru is one endpoint's LRU of block hashes, a doubly linked list in a slab.
-type lru struct {
-	cap        int
-	pos        *hmap
-	nodes      []lruNode
-	head, tail int32 // head: most recent
-	free       int32
+// approxIndex mirrors llm-d's approximate prefix indexer
+// (requestcontrol/dataproducer/approximateprefix @ 520af478): for every
+// endpoint an LRU of the block hashes of the prompts routed there, capped
+// at that endpoint's capacity; a lookup walks a prompt's blocks and counts,
+// per endpoint, the ones it holds.
+//
+// One table maps a hash to its holders, and each holder carries its node
+// in its endpoint's LRU, so inserting a block touches the table once and
+// evicting one twice: this index churns at the request rate times the
+// prompt's blocks (every routed prompt's blocks go in, as many old ones
+// come out), which makes it the router's hot path.
+type approxIndex struct {
+	tab   *hmap     // hash → index into ents
+	ents  []holders // who holds each hash
+	free  []int32   // free ents
+	lrus  []epLRU   // per endpoint
+	nodes []lruNode // every endpoint's LRU nodes
+	nfree int32     // free list of nodes (−1: none)
+}
+
+// holders is the endpoints holding one hash, each with its LRU node; the
+// first is inline so the common single holder allocates nothing.
+type holders struct {
+	first epNode // ep −1: none
+	more  []epNode
+}
+
+type epNode struct{ ep, node int32 }
+
+// epLRU is one endpoint's LRU, a doubly linked list through nodes.
+type epLRU struct {
+	head, tail int32 // head: most recent; −1: empty
+	n          int
 }
 
 type lruNode struct {
@@ -77,29 +103,66 @@ type lruNode struct {
 	prev, next int32
 }
 
-func newLRU(capacity int) *lru {
-	return &lru{cap: capacity, pos: newHmap(min(capacity, 1<<16)), head: -1, tail: -1, free: -1}
+func newApproxIndex(n int) *approxIndex {
+	x := &approxIndex{tab: newHmap(1024), lrus: make([]epLRU, n), nfree: -1}
+	for i := range x.lrus {
+		x.lrus[i] = epLRU{head: -1, tail: -1}
+	}
+	return x
 }
 
-func (l *lru) unlink(i int32) {
-	n := &l.nodes[i]
+// find returns ep's node in hs, −1 when ep does not hold the hash.
+func (hs *holders) find(ep int32) int32 {
+	if hs.first.ep == ep {
+		return hs.first.node
+	}
+	for _, e := range hs.more {
+		if e.ep == ep {
+			return e.node
+		}
+	}
+	return -1
+}
+
+// drop removes ep and reports whether no endpoint holds the hash now.
+func (hs *holders) drop(ep int32) bool {
+	if hs.first.ep == ep {
+		if n := len(hs.more); n > 0 {
+			hs.first, hs.more = hs.more[n-1], hs.more[:n-1]
+		} else {
+			hs.first.ep = -1
+		}
+	} else {
+		for i, e := range hs.more {
+			if e.ep == ep {
+				hs.more[i] = hs.more[len(hs.more)-1]
+				hs.more = hs.more[:len(hs.more)-1]
+				break
+			}
+		}
+	}
+	return hs.first.ep < 0
+}
+
+func (x *approxIndex) unlink(l *epLRU, i int32) {
+	n := &x.nodes[i]
 	if n.prev >= 0 {
-		l.nodes[n.prev].next = n.next
+		x.nodes[n.prev].next = n.next
 	} else {
 		l.head = n.next
 	}
 	if n.next >= 0 {
-		l.nodes[n.next].prev = n.prev
+		x.nodes[n.next].prev = n.prev
 	} else {
 		l.tail = n.prev
 	}
 }
 
-func (l *lru) pushFront(i int32) {
-	n := &l.nodes[i]
+func (x *approxIndex) pushFront(l *epLRU, i int32) {
+	n := &x.nodes[i]
 	n.prev, n.next = -1, l.head
 	if l.head >= 0 {
-		l.nodes[l.head].prev = i
+		x.nodes[l.head].prev = i
 	}
 	l.head = i
 	if l.tail < 0 {
@@ -107,59 +170,62 @@ func (l *lru) pushFront(i int32) {
 	}
 }
 
-// add touches h; it returns the evicted hash (ok=true) when full.
-func (l *lru) add(h uint64) (evicted uint64, ok bool) {
-	if i, found := l.pos.get(h); found {
-		l.unlink(i)
-		l.pushFront(i)
-		return 0, false
+// entry returns h's holders, creating an empty set when none holds it.
+func (x *approxIndex) entry(h uint64) int32 {
+	if e, ok := x.tab.get(h); ok {
+		return e
 	}
-	var i int32
-	if l.pos.len() >= l.cap && l.tail >= 0 {
-		i = l.tail
-		evicted, ok = l.nodes[i].h, true
-		l.unlink(i)
-		l.pos.del(evicted)
-	} else if l.free >= 0 {
-		i = l.free
-		l.free = l.nodes[i].next
+	var e int32
+	if n := len(x.free); n > 0 {
+		e, x.free = x.free[n-1], x.free[:n-1]
+		x.ents[e].first.ep, x.ents[e].more = -1, x.ents[e].more[:0]
 	} else {
-		l.nodes = append(l.nodes, lruNode{})
-		i = int32(len(l.nodes) - 1)
+		x.ents = append(x.ents, holders{first: epNode{ep: -1}})
+		e = int32(len(x.ents) - 1)
 	}
-	l.nodes[i].h = h
-	l.pos.put(h, i)
-	l.pushFront(i)
-	return evicted, ok
+	x.tab.put(h, e)
+	return e
 }
 
-// approxIndex mirrors llm-d's approximate prefix indexer
-// (requestcontrol/dataproducer/approximateprefix/indexer.go @ 520af478):
-// hash → endpoints that (probably) cache it, plus one LRU per endpoint
-// sized by its GPU block count; evicting from an endpoint's LRU removes the
-// endpoint from the hash's set.
-type approxIndex struct {
-	byHash *epIndex
-	lrus   []*lru
-}
-
-func newApproxIndex(n int) *approxIndex {
-	return &approxIndex{byHash: newEPIndex(), lrus: make([]*lru, n)}
-}
-
+// add records a routed prompt's blocks on ep, most recent last; ep's LRU
+// holds at most capacity blocks, the least recently routed going first.
 func (x *approxIndex) add(hashes []uint64, ep int, capacity int) {
-	l := x.lrus[ep]
-	if l == nil {
-		l = newLRU(capacity)
-		x.lrus[ep] = l
-	}
+	e32, l := int32(ep), &x.lrus[ep]
 	for _, h := range hashes {
-		if ev, ok := l.add(h); ok {
-			x.byHash.remove(ev, int32(ep))
+		ei := x.entry(h)
+		if nd := x.ents[ei].find(e32); nd >= 0 {
+			x.unlink(l, nd)
+			x.pushFront(l, nd)
+			continue
 		}
-	}
-	for _, h := range hashes {
-		x.byHash.add(h, int32(ep))
+		var nd int32
+		switch {
+		case l.n >= max(capacity, 1) && l.tail >= 0:
+			// Evict the least recent block: its node is reused for h.
+			nd = l.tail
+			x.unlink(l, nd)
+			old := x.nodes[nd].h
+			if oi, ok := x.tab.get(old); ok && x.ents[oi].drop(e32) {
+				x.tab.del(old)
+				x.free = append(x.free, oi)
+			}
+			l.n--
+		case x.nfree >= 0:
+			nd = x.nfree
+			x.nfree = x.nodes[nd].next
+		default:
+			x.nodes = append(x.nodes, lruNode{})
+			nd = int32(len(x.nodes) - 1)
+		}
+		x.nodes[nd].h = h
+		x.pushFront(l, nd)
+		l.n++
+		hs := &x.ents[ei]
+		if hs.first.ep < 0 {
+			hs.first = epNode{e32, nd}
+		} else {
+			hs.more = append(hs.more, epNode{e32, nd})
+		}
 	}
 }
 
@@ -171,13 +237,14 @@ func (x *approxIndex) match(hashes []uint64, counts []int) {
 		counts[i] = 0
 	}
 	for _, h := range hashes {
-		s := x.byHash.get(h)
-		if s == nil || s.first < 0 {
+		ei, ok := x.tab.get(h)
+		if !ok || x.ents[ei].first.ep < 0 {
 			return
 		}
-		counts[s.first]++
-		for _, e := range s.more {
-			counts[e]++
+		hs := &x.ents[ei]
+		counts[hs.first.ep]++
+		for _, e := range hs.more {
+			counts[e.ep]++
 		}
 	}
 }
