@@ -102,17 +102,22 @@ func (f *flowControl) head() *Request {
 func (f *flowControl) pop() {
 	for _, b := range f.bands {
 		if b.size() > 0 {
-			q := b.q[b.headIdx]
-			b.q[b.headIdx] = queued{}
-			b.headIdx++
-			b.bytes -= q.len
-			f.bytes -= q.len
-			f.queued--
-			if b.headIdx == len(b.q) {
-				b.q, b.headIdx = b.q[:0], 0
-			}
+			f.dropHead(b)
 			return
 		}
+	}
+}
+
+// dropHead removes b's oldest request from the queue's accounts.
+func (f *flowControl) dropHead(b *band) {
+	q := b.q[b.headIdx]
+	b.q[b.headIdx] = queued{}
+	b.headIdx++
+	b.bytes -= q.len
+	f.bytes -= q.len
+	f.queued--
+	if b.headIdx == len(b.q) {
+		b.q, b.headIdx = b.q[:0], 0
 	}
 }
 
@@ -125,15 +130,7 @@ func (f *flowControl) expire(now time.Duration) {
 		// FIFO: the oldest items are at the head.
 		for b.size() > 0 && now-b.q[b.headIdx].at >= f.ttl {
 			f.e.reject(b.q[b.headIdx].r, "flow control: request TTL expired in queue")
-			q := b.q[b.headIdx]
-			b.q[b.headIdx] = queued{}
-			b.headIdx++
-			b.bytes -= q.len
-			f.bytes -= q.len
-			f.queued--
-		}
-		if b.headIdx == len(b.q) {
-			b.q, b.headIdx = b.q[:0], 0
+			f.dropHead(b)
 		}
 	}
 }
