@@ -91,6 +91,13 @@ type Deployment struct {
 	// else each expert TP-split DP × TP ways), attention and dense layers
 	// over each rank's TP group.
 	DP int
+	// Fabric is the network between nodes and inside them (nil: the
+	// chip's own NVLink and inter-node numbers); collectives that cross a
+	// node use its network link.
+	Fabric *catalog.Fabric
+	// All2AllBackend is --all2all-backend, how expert-parallel MoE layers
+	// move tokens to their experts ("" = vLLM's default).
+	All2AllBackend string
 
 	Quantization string // --quantization ("" = checkpoint's own dtype; "fp8" casts weights to FP8)
 	KVCacheDtype string // --kv-cache-dtype: "auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16"
