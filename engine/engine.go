@@ -90,6 +90,9 @@ type Stats struct {
 	ScheduledRows  int64 // Σ rows over steps
 	MaxRunning     int
 	PeakUsedBlocks int
+	// RemoteKVLoads counts remote-prefill requests whose prompt KV arrived
+	// from a prefill engine (AddRemote, RemoteKVDone).
+	RemoteKVLoads int64
 }
 
 // Sample is one output token produced by a step.
@@ -125,6 +128,17 @@ type Engine struct {
 	// The hybrid KV cache manager (off for a plain model): see hybrid.go.
 	hybrid bool
 	hy     hybridState
+
+	// Disaggregated serving (remote.go): requests whose blocks are
+	// allocated and whose KV is in flight (loading), those allocated since
+	// the last TakeReserved (reserved), finished requests holding their
+	// blocks for a decode engine to read (kept), and allocation without
+	// registering the blocks in the prefix cache (delayCache, vLLM's
+	// delay_cache_blocks) while a remote prefill's blocks are allocated.
+	loading    []*Request
+	reserved   []*Request
+	kept       int
+	delayCache bool
 }
 
 // New builds an engine. The pool has cfg.NumGPUBlocks blocks including the
@@ -157,8 +171,10 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
-// Waiting and Running are the queue lengths.
-func (e *Engine) Waiting() int { return e.waiting.len() }
+// Waiting and Running are the queue lengths. Waiting counts requests
+// waiting for remote KV, as vLLM's waiting queue (and
+// vllm:num_requests_waiting) holds them.
+func (e *Engine) Waiting() int { return e.waiting.len() + len(e.loading) }
 func (e *Engine) Running() int { return len(e.running) }
 
 // FreeBlocks is the number of blocks in the free queue (cached-but-free
@@ -303,6 +319,13 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			if gated && r.Arrived > cutoff {
 				break // waiting is in arrival order (preempted requests, older, go first)
 			}
+			if r.remote == remotePending {
+				if !e.reserveRemote(r, now) {
+					break
+				}
+				e.waiting.popFront()
+				continue
+			}
 			hits := e.hitBuf[:0]
 			hitBlocks := 0
 			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching && !e.unlisted(r) {
@@ -430,7 +453,7 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	if newBlocks > 0 {
 		r.kv.blocks = e.pool.take(newBlocks, r.kv.blocks)
 	}
-	if e.cfg.EnablePrefixCaching {
+	if e.cfg.EnablePrefixCaching && !e.delayCache {
 		e.cacheFull(r, min(computed+n, r.NumTokens()))
 	}
 	return true
@@ -509,6 +532,7 @@ func (e *Engine) Abort(r *Request) bool {
 		return true
 	}
 	e.stats.Aborted++
+	r.remote = remoteNone
 	if e.inStep && slices.Contains(e.scheduled, r) {
 		r.abortPending = true
 		return false
@@ -518,7 +542,9 @@ func (e *Engine) Abort(r *Request) bool {
 }
 
 func (e *Engine) removeAborted(r *Request) {
-	if r.Status == StatusRunning {
+	if r.Status == StatusWaitingForRemoteKVs {
+		e.dropLoading(r)
+	} else if r.Status == StatusRunning {
 		if i := slices.Index(e.running, r); i >= 0 {
 			e.running = slices.Delete(e.running, i, i+1)
 		}
@@ -564,7 +590,12 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 			anyDone = true
 			r.Status = StatusFinished
 			r.Finished = now
-			e.freeBlocks(r)
+			if r.KeepKV {
+				r.kvKept = true
+				e.kept++
+			} else {
+				e.freeBlocks(r)
+			}
 		}
 		e.samples = append(e.samples, s)
 	}

@@ -262,7 +262,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 			k.blocks = e.pool.take(m, k.blocks)
 		}
 	}
-	if e.cfg.EnablePrefixCaching {
+	if e.cfg.EnablePrefixCaching && !e.delayCache {
 		e.cacheFullGroups(r, min(computed+n, r.NumTokens()))
 	}
 	return true

@@ -17,6 +17,10 @@ const (
 	StatusFinished                // produced its last output token
 	StatusRejected                // refused at admission (see RejectReason)
 	StatusAborted                 // cancelled by the client (Engine.Abort)
+	// StatusWaitingForRemoteKVs: a disaggregated request's blocks are
+	// allocated on this (decode) engine and its prompt's KV is on its way
+	// from the prefill engine (RequestStatus.WAITING_FOR_REMOTE_KVS).
+	StatusWaitingForRemoteKVs
 )
 
 // Request is one request inside a replica. The cluster loop owns it, the
@@ -53,7 +57,20 @@ type Request struct {
 	// Engine.cacheFull for what the engine saves with it).
 	Private bool
 
+	// KeepKV (a prefill engine's copy of a disaggregated request, sent
+	// with kv_transfer_params do_remote_decode) keeps the request's blocks
+	// when it finishes until Engine.ReleaseKV: the decode engine reads
+	// them (NixlConnector.request_finished returns delay_free_blocks).
+	KeepKV bool
+	// TransferBlocks is, for a remote-prefill request (Engine.AddRemote),
+	// how many blocks its prompt's KV fills on this engine beyond its
+	// local prefix-cache hit: the blocks the decode engine reads from the
+	// prefill engine. Set when the blocks are allocated.
+	TransferBlocks int
+
 	scheduledOnce bool
+	remote        uint8 // remoteNone, remotePending (blocks not allocated yet), remoteLoading (KV in flight)
+	kvKept        bool  // finished with KeepKV: its blocks are held until ReleaseKV
 	abortPending  bool     // Abort arrived while r was in the step in flight
 	kv            reqGroup // KV blocks in the first (for a plain model, only) KV cache group
 	hashes        []uint64 // chained hashes of the request's full blocks so far
@@ -62,6 +79,13 @@ type Request struct {
 	stepContext   int        // NumComputed before the current step
 	kvMore        []reqGroup // the other KV cache groups of a hybrid model
 }
+
+// A remote-prefill request's state on the decode engine.
+const (
+	remoteNone    uint8 = iota
+	remotePending       // waiting for its blocks to be allocated
+	remoteLoading       // blocks allocated, KV in flight (StatusWaitingForRemoteKVs)
+)
 
 // reqGroup is what a request holds in one KV cache group (vLLM's
 // SingleTypeKVCacheManager.req_to_blocks and num_cached_block).
