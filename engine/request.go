@@ -69,8 +69,8 @@ type Request struct {
 	TransferBlocks int
 
 	scheduledOnce bool
-	remote        uint8 // remoteNone, remotePending (blocks not allocated yet), remoteLoading (KV in flight)
-	kvKept        bool  // finished with KeepKV: its blocks are held until ReleaseKV
+	remote        uint8    // remoteNone, remotePending (blocks not allocated yet), remoteLoading (KV in flight)
+	kvKept        bool     // finished with KeepKV: its blocks are held until ReleaseKV
 	abortPending  bool     // Abort arrived while r was in the step in flight
 	kv            reqGroup // KV blocks in the first (for a plain model, only) KV cache group
 	hashes        []uint64 // chained hashes of the request's full blocks so far
