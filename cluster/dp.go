@@ -47,6 +47,7 @@ func sumStats(engs []*engine.Engine) engine.Stats {
 		out.PrefixHits += s.PrefixHits
 		out.Evictions += s.Evictions
 		out.ScheduledRows += s.ScheduledRows
+		out.RemoteKVLoads += s.RemoteKVLoads
 		out.MaxRunning = max(out.MaxRunning, s.MaxRunning)
 		out.PeakUsedBlocks = max(out.PeakUsedBlocks, s.PeakUsedBlocks)
 	}

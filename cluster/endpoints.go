@@ -3,8 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"blis/engine"
+	"blis/fabric"
 	"blis/kernel"
 	"blis/router"
 )
@@ -20,6 +22,8 @@ type endpoint struct {
 	engs       []*engine.Engine // its ranks (a slice of loop.engs)
 	first, n   int              // global index of its first rank, and how many it has
 	ready      bool             // queued in loop.ready
+	poolIdx    int              // index of its pool in Result.Pools
+	blockBytes float64          // Pool.KVBlockBytes
 	batches    []kernel.Batch   // lockstep DP: every rank's batch of the group step (nil: ranks step alone)
 }
 
@@ -36,7 +40,7 @@ func (l *loop) buildEndpoints() error {
 			DataParallel: cfg.DataParallel, Lockstep: cfg.Lockstep}}
 	}
 	names := map[string]bool{}
-	for _, p := range pools {
+	for pi, p := range pools {
 		switch {
 		case p.Name == "" || names[p.Name]:
 			return fmt.Errorf("cluster: pool name %q: each pool needs a name of its own", p.Name)
@@ -54,7 +58,8 @@ func (l *loop) buildEndpoints() error {
 		}
 		for i := 0; i < p.Replicas; i++ {
 			e := endpoint{name: fmt.Sprintf("%s-%d", p.Name, i), pool: p.Name, role: p.Role, labels: p.Labels,
-				cfg: p.Engine, pricer: p.Pricer, first: len(l.engs), n: max(p.DataParallel, 1)}
+				cfg: p.Engine, pricer: p.Pricer, first: len(l.engs), n: max(p.DataParallel, 1),
+				poolIdx: pi, blockBytes: p.KVBlockBytes}
 			for k := 0; k < e.n; k++ {
 				eng, err := engine.New(p.Engine)
 				if err != nil {
@@ -80,5 +85,44 @@ func (l *loop) buildEndpoints() error {
 	for i, e := range l.eps {
 		l.res.Replicas[i] = ReplicaResult{Name: e.name, Pool: e.pool, Role: e.role}
 	}
+	l.res.Pools = make([]PoolResult, len(pools))
+	l.xferTimes = make([][]time.Duration, len(pools))
+	for i, p := range pools {
+		l.res.Pools[i] = PoolResult{Name: p.Name, Role: p.Role, Replicas: p.Replicas}
+	}
+	per := 8
+	if cfg.Fabric != nil && cfg.Fabric.GPUsPerNode > 0 {
+		per = cfg.Fabric.GPUsPerNode
+	}
+	gpus := make([]int, len(pools))
+	for i, p := range pools {
+		gpus[i] = max(p.GPUs, 1)
+	}
+	l.places = placement(l.eps, gpus, per)
 	return nil
+}
+
+// placement packs the endpoints' ranks onto nodes of perNode GPUs, in
+// endpoint order (pool by pool, replica by replica), each rank using its
+// pool's GPUs (gpus, by pool). An endpoint that fits in a node never
+// straddles two: when the current node has too few GPUs left it starts on
+// the next. A wider one starts on a fresh node and spans the next ones.
+// This is how a Kubernetes scheduler fills equal nodes when the pools'
+// pods are created in order with no anti-affinity; it returns each global
+// rank's place.
+func placement(eps []endpoint, gpus []int, perNode int) []fabric.Place {
+	var out []fabric.Place
+	next := 0 // next free GPU, counted over all nodes
+	for _, e := range eps {
+		g := gpus[e.poolIdx]
+		width := g * e.n
+		if off := next % perNode; off != 0 && (width > perNode || off+width > perNode) {
+			next += perNode - off
+		}
+		for k := 0; k < e.n; k++ {
+			out = append(out, fabric.Place{Node: next / perNode, GPU: next % perNode, GPUs: g})
+			next += g
+		}
+	}
+	return out
 }

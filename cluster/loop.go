@@ -6,6 +6,7 @@ import (
 
 	"blis/client"
 	"blis/engine"
+	"blis/fabric"
 	"blis/kernel"
 	"blis/metrics"
 	"blis/router"
@@ -57,6 +58,17 @@ type loop struct {
 	batch kernel.Batch
 	res   Result
 	err   error // a router broke its contract
+
+	// Disaggregation (pd.go): each rank's place on the fabric, the KV
+	// transfers in flight, scratch lists, and each pool's timed transfer
+	// durations.
+	places    []fabric.Place
+	xf        Transfers
+	reserved  []*engine.Request
+	doneIDs   []int64
+	toks      []engine.Sample
+	xferTimes [][]time.Duration
+	pd        bool // a request was disaggregated
 }
 
 // A request's phase in the loop.
@@ -67,6 +79,8 @@ const (
 	phaseServing          // in an engine (waiting, running or finished there)
 	phaseDelivering       // finished; its response is on the way to the client
 	phaseCancelled        // the client gave up; still in an engine's step, or at the router, until it lets go
+	phasePrefill          // disaggregated: its prefill runs on the prefill endpoint (reqState.pre)
+	phaseKV               // disaggregated: at the decode engine, waiting for blocks or for its KV to arrive
 )
 
 // reqState is the loop's record of one request (the engine sees only its
@@ -77,13 +91,23 @@ type reqState struct {
 	ep    int32           // the endpoint serving it
 	rank  int32           // the global rank serving it
 	phase uint8
-	gen   uint32 // moves on when a pending delivery must not happen
+	gen   uint32 // moves on when a pending delivery or transfer must not happen
+
+	// A disaggregated request: the prefill engine's copy (made once per
+	// slot), its endpoint and rank (−1: not disaggregated), and when its
+	// KV transfer started.
+	pre         *engine.Request
+	pep, prank  int32
+	xferStarted time.Duration
 }
 
 func newLoop(cfg Config, rec *metrics.Recorder) (*loop, error) {
-	l := &loop{cfg: cfg, rec: rec, rt: cfg.Router, nextScrape: never}
+	l := &loop{cfg: cfg, rec: rec, rt: cfg.Router, nextScrape: never, xf: cfg.Transfers}
 	if err := l.buildEndpoints(); err != nil {
 		return nil, err
+	}
+	if l.xf == nil && cfg.Fabric != nil {
+		l.xf = fabric.New(cfg.Fabric)
 	}
 	if l.rt == nil {
 		return l, nil
@@ -148,7 +172,7 @@ func (l *loop) NewRequest() *engine.Request {
 		l.reqs = append(l.reqs, reqState{req: &engine.Request{}})
 	}
 	st := &l.reqs[slot]
-	st.phase, st.ep, st.rank = phaseMade, -1, -1
+	st.phase, st.ep, st.rank, st.pep, st.prank = phaseMade, -1, -1, -1, -1
 	if l.rt != nil && st.rr == nil {
 		st.rr = &router.Request{}
 	}
@@ -235,6 +259,10 @@ func (l *loop) route(a *router.Assignment) {
 		l.release(r)
 	case a.Endpoint < 0 || a.Endpoint >= len(l.eps):
 		l.fault(fmt.Errorf("cluster: the router sent request %d to endpoint %d of %d", r.ID, a.Endpoint, len(l.eps)))
+	case a.Prefill >= len(l.eps):
+		l.fault(fmt.Errorf("cluster: the router chose prefill endpoint %d of %d for request %d", a.Prefill, len(l.eps), r.ID))
+	case a.Prefill >= 0 && a.Prefill != a.Endpoint:
+		l.assignPD(r, a.Endpoint, a.Prefill)
 	default:
 		l.assign(r, a.Endpoint, l.now)
 	}
@@ -300,6 +328,8 @@ func (l *loop) Cancel(r *engine.Request) {
 			l.engineDone(st)
 		}
 		l.mark(int(st.ep)) // the abort freed blocks
+	case phasePrefill, phaseKV:
+		l.cancelPD(st)
 	}
 }
 
@@ -358,7 +388,7 @@ func (l *loop) run() (Result, error) {
 		if l.err != nil {
 			return l.result(), l.err
 		}
-		t := min(cl.Wake(), l.routerWake(), l.scrapeAt())
+		t := min(cl.Wake(), l.routerWake(), l.scrapeAt(), l.xferAt())
 		ev, ok := l.q.Peek()
 		if ok && ev.At < t {
 			t = ev.At
@@ -376,6 +406,10 @@ func (l *loop) run() (Result, error) {
 			if ev, ok := l.q.Peek(); ok && ev.At == l.now {
 				l.q.Pop()
 				l.dispatch(ev)
+				continue
+			}
+			if l.xferAt() <= l.now {
+				l.transfersDone()
 				continue
 			}
 			if cl.Wake() <= l.now {
@@ -416,6 +450,7 @@ func (l *loop) servers() Result {
 	for i := range l.eps {
 		l.res.Replicas[i].Engine = sumStats(l.eps[i].engs)
 	}
+	l.poolResults()
 	return l.res
 }
 
@@ -537,6 +572,7 @@ func (l *loop) startSteps() error {
 					continue
 				}
 				rows := eng.Schedule(l.now, &l.batch)
+				l.startTransfers(eng)
 				if rows == 0 {
 					if err := l.stalled(); err != nil {
 						return err
@@ -567,6 +603,7 @@ func (l *loop) startGroupStep(ep int) error {
 		e.batches[i] = kernel.Batch{}
 		if eng.HasWork() {
 			rows += eng.Schedule(l.now, &e.batches[i])
+			l.startTransfers(eng)
 		}
 	}
 	if rows == 0 {
@@ -579,7 +616,7 @@ func (l *loop) startGroupStep(ep int) error {
 // stalled reports a deadlock: work no engine can schedule, and nothing
 // (a step, an event, a client deadline) that could change that.
 func (l *loop) stalled() error {
-	if l.q.Len() == 0 && l.cl.Wake() == never && l.stepping == 0 && l.routerWake() == never {
+	if l.q.Len() == 0 && l.cl.Wake() == never && l.stepping == 0 && l.routerWake() == never && l.xferAt() == never {
 		w, r, free := counts(l.engs)
 		return fmt.Errorf("%w: %d waiting, %d running, %d free blocks", ErrStalled, w, r, free)
 	}
@@ -635,7 +672,7 @@ func (l *loop) endStep(target int) {
 // finished response goes back to it, FrontendLatency later.
 func (l *loop) complete(e *engine.Engine) {
 	samples := e.Complete(l.now)
-	l.cl.Tokens(samples)
+	l.cl.Tokens(l.clientSamples(samples))
 	for i := range samples {
 		s := &samples[i]
 		if !s.Done {
@@ -643,6 +680,10 @@ func (l *loop) complete(e *engine.Engine) {
 		}
 		r := s.Req
 		st := &l.reqs[r.Handle-1]
+		if r == st.pre {
+			l.prefillDone(st, s.Aborted)
+			continue
+		}
 		l.inEngines--
 		switch {
 		case s.Aborted || st.phase == phaseCancelled:

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"time"
 
+	"blis/catalog"
 	"blis/client"
 	"blis/engine"
 	"blis/kernel"
@@ -59,6 +60,14 @@ type Config struct {
 	// Router routes requests across the endpoints (nil: only valid with
 	// one endpoint, which gets every request).
 	Router router.Router
+	// Fabric is the network the replicas sit on: KV-cache transfers of
+	// disaggregated requests (pd.go) cross it, and replicas are packed
+	// onto its nodes pool by pool (cluster/endpoints.go). Nil: nodes of 8 GPUs, and
+	// no disaggregated request can be served.
+	Fabric *catalog.Fabric
+	// Transfers moves the KV caches (nil: fabric.New(Fabric)). Tests set
+	// their own.
+	Transfers Transfers
 
 	// MaxConcurrency is vllm bench's --max-concurrency: at most this many
 	// requests in flight (0 = no cap); in Lanes mode, the number of lanes.
@@ -141,6 +150,13 @@ type Pool struct {
 	Pricer       kernel.Pricer
 	DataParallel int
 	Lockstep     bool
+	// GPUs is how many GPUs one engine rank uses (tensor × pipeline
+	// parallel; 0: one), for placing the pool on the fabric's nodes.
+	GPUs int
+	// KVBlockBytes is one KV block of the whole model on one rank, summed
+	// over its GPUs' shards: a disaggregated request's KV transfer into
+	// this pool moves this many bytes per block.
+	KVBlockBytes float64
 }
 
 // ReplicaResult is one endpoint's share of the run.
@@ -150,9 +166,15 @@ type ReplicaResult struct {
 	// Routed counts timed requests sent here (by the router, or to the
 	// only endpoint); Completed those whose response completed here.
 	Routed, Completed int64
-	Engine            engine.Stats     // its ranks' counters, summed
-	StepTime          kernel.Breakdown // summed over its timed steps
-	TimedSteps        int64
+	// Prefilled counts timed disaggregated requests whose prefill ran
+	// here; Decoded those whose KV arrived here from a prefill endpoint.
+	Prefilled, Decoded int64
+	// KVBytesSent and KVBytesReceived are the KV bytes of those requests'
+	// transfers (timed ones).
+	KVBytesSent, KVBytesReceived int64
+	Engine                       engine.Stats     // its ranks' counters, summed
+	StepTime                     kernel.Breakdown // summed over its timed steps
+	TimedSteps                   int64
 }
 
 // Result is what the run measured besides the per-request metrics: the
@@ -168,6 +190,24 @@ type Result struct {
 	// Replicas is each endpoint's share, in endpoint order (one entry for a
 	// single replica).
 	Replicas []ReplicaResult
+	// Pools sums Replicas pool by pool and adds the pool's KV transfer
+	// times (as received: a decode pool's).
+	Pools []PoolResult
+}
+
+// PoolResult is one pool's share of the run: its replicas' disaggregation
+// counters summed, and the transfers into it.
+type PoolResult struct {
+	Name                         string
+	Role                         router.Role
+	Replicas                     int
+	Routed, Completed            int64
+	Prefilled, Decoded           int64
+	KVBytesSent, KVBytesReceived int64
+	// Transfers counts timed KV transfers into the pool; TransferMean and
+	// TransferP99 are their durations (start to last byte).
+	Transfers                 int64
+	TransferMean, TransferP99 time.Duration
 }
 
 // Loop event kinds (negative: the client's timers are ≥ 0).

@@ -1,0 +1,250 @@
+package cluster
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"blis/engine"
+	"blis/fabric"
+	"blis/metrics"
+	"blis/router"
+	"blis/workload"
+)
+
+// linkTransfers is a test fabric: each transfer takes lat plus its bytes
+// over bw bytes/s on a link of its own (no sharing).
+type linkTransfers struct {
+	lat    time.Duration
+	bw     float64
+	flying []flight
+	bytes  int64
+	starts int
+	bad    string
+}
+
+type flight struct {
+	at time.Duration
+	id int64
+}
+
+func (f *linkTransfers) Start(now time.Duration, id int64, src, dst fabric.Place, b int64) {
+	if src == dst {
+		f.bad = "a transfer from a rank to itself"
+	}
+	f.starts++
+	f.bytes += b
+	d := f.lat + time.Duration(float64(b)/f.bw*1e9)
+	f.flying = append(f.flying, flight{now + d, id})
+}
+
+func (f *linkTransfers) Next() time.Duration {
+	t := time.Duration(math.MaxInt64)
+	for _, x := range f.flying {
+		t = min(t, x.at)
+	}
+	return t
+}
+
+func (f *linkTransfers) Done(now time.Duration, dst []int64) []int64 {
+	slices.SortStableFunc(f.flying, func(a, b flight) int { return int(a.at - b.at) })
+	k := 0
+	for k < len(f.flying) && f.flying[k].at <= now {
+		dst = append(dst, f.flying[k].id)
+		k++
+	}
+	f.flying = slices.Delete(f.flying, 0, k)
+	return dst
+}
+
+// pdRouter sends every request to the decode endpoints round-robin and,
+// when its prompt has at least threshold tokens, its prefill to the
+// prefill endpoints round-robin (endpoints [0, nPre) prefill, the rest
+// decode).
+type pdRouter struct {
+	roundRobin
+	nPre, threshold  int
+	nextPre, nextDec int
+}
+
+func (p *pdRouter) Submit(_ time.Duration, q *router.Request) {
+	a := router.Assignment{Req: q, Endpoint: p.nPre + p.nextDec, Prefill: -1}
+	p.nextDec = (p.nextDec + 1) % (p.n - p.nPre)
+	if q.PromptLen >= p.threshold {
+		a.Prefill = p.nextPre
+		p.nextPre = (p.nextPre + 1) % p.nPre
+	}
+	p.out = append(p.out, a)
+}
+
+// One disaggregated request with a free transfer: TTFT is the prefill
+// step plus the decode engine's first step (it recomputes the last prompt
+// token), the rest as aggregated; with a 7 ms transfer, TTFT grows by it.
+func TestPDHandComputedSingleRequest(t *testing.T) {
+	for _, lat := range []time.Duration{0, 7 * time.Millisecond} {
+		xf := &linkTransfers{lat: lat, bw: 1e18}
+		pr := constPricer{step: 10 * time.Millisecond}
+		cfg := Config{Pools: []Pool{
+			{Name: "p", Replicas: 1, Role: router.RolePrefill, Engine: engCfg(), Pricer: pr, KVBlockBytes: 1 << 20},
+			{Name: "d", Replicas: 1, Role: router.RoleDecode, Engine: engCfg(), Pricer: pr, KVBlockBytes: 1 << 20},
+		}, Router: check(&pdRouter{nPre: 1}), Transfers: xf}
+		rec := newRec(t, true)
+		res, err := Run(cfg, fixed(1, 100, 5), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
+		ms := float64(lat) / 1e6
+		if math.Abs(sum.TTFT.Mean-20-ms) > 1e-9 || math.Abs(sum.TPOT.Mean-10) > 1e-9 || res.Duration != 60*time.Millisecond+lat {
+			t.Fatalf("lat %v: TTFT %v TPOT %v duration %v, want %v, 10, %v", lat, sum.TTFT.Mean, sum.TPOT.Mean, res.Duration, 20+ms, 60*time.Millisecond+lat)
+		}
+		// 100 tokens in blocks of 16: 7 blocks read from the prefill engine.
+		if xf.bytes != 7<<20 || res.Replicas[0].Prefilled != 1 || res.Replicas[1].Decoded != 1 || res.Replicas[1].Routed != 1 ||
+			res.Pools[1].KVBytesReceived != 7<<20 || res.Pools[0].KVBytesSent != 7<<20 || res.Pools[1].Transfers != 1 || res.Pools[1].TransferMean != lat {
+			t.Fatalf("lat %v: %d bytes moved; replicas %+v; pools %+v", lat, xf.bytes, res.Replicas, res.Pools)
+		}
+		if res.Replicas[1].Engine.RemoteKVLoads != 1 || res.Replicas[0].Completed != 0 || res.Replicas[1].Completed != 1 {
+			t.Fatalf("replicas %+v", res.Replicas)
+		}
+	}
+}
+
+// pdRun plays a random workload against prefill and decode pools behind
+// pdRouter and checks: blocks conserved in every engine after every step
+// and none held at the end (prefill engines' kept blocks included); every
+// request ends once; every disaggregated request's first token comes no
+// earlier than a prefill step, its transfer and a decode step; the
+// router's contract.
+func pdRun(t *testing.T, seed int64) []byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(seed), 11))
+	spec := workload.DefaultRandomSpec()
+	spec.InputLen = 64 + rng.IntN(500)
+	spec.OutputLen = 1 + rng.IntN(60)
+	spec.RangeRatio = 0.5
+	spec.NumPrompts = 100 + rng.IntN(200)
+	spec.PrefixLen = rng.IntN(2) * (16 + rng.IntN(200))
+	if rng.IntN(2) == 0 {
+		spec.RequestRate = 20 + 200*rng.Float64()
+	}
+	src, err := workload.NewRandom(spec, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := time.Duration(2+rng.IntN(3)) * time.Millisecond
+	mk := func(name string, role router.Role) Pool {
+		ec := engCfg()
+		ec.MaxNumSeqs = 1 + rng.IntN(32)
+		ec.MaxNumBatchedTokens = 64 + rng.IntN(1024)
+		ec.NumGPUBlocks = 60 + rng.IntN(300)
+		ec.MaxModelLen = 1200
+		ec.AsyncScheduling = rng.IntN(2) == 0
+		return Pool{Name: name, Role: role, Replicas: 1 + rng.IntN(3), Engine: ec,
+			Pricer:       constPricer{step: step, perToken: 20 * time.Microsecond},
+			DataParallel: 1 + rng.IntN(2), Lockstep: rng.IntN(2) == 0, GPUs: 1 + rng.IntN(4), KVBlockBytes: 1 << 16}
+	}
+	pre, dec := mk("prefill", router.RolePrefill), mk("decode", router.RoleDecode)
+	lat := time.Duration(1+rng.IntN(5)) * time.Millisecond
+	xf := &linkTransfers{lat: lat, bw: 1e9 + 1e10*rng.Float64()}
+	threshold := 0
+	if rng.IntN(2) == 0 {
+		threshold = 64 + rng.IntN(300)
+	}
+	c := check(&pdRouter{nPre: pre.Replicas, threshold: threshold})
+	var engs []*engine.Engine
+	cfg := Config{Pools: []Pool{pre, dec}, Router: c, Transfers: xf, MaxConcurrency: rng.IntN(40), Seed: seed,
+		AfterStep: func(_ time.Duration, e *engine.Engine) {
+			if e.HeldBlocks()+e.FreeBlocks() != e.UsableBlocks() || e.HeldBlocks() < 0 {
+				t.Fatalf("seed %d: KV conservation broken: held %d free %d usable %d", seed, e.HeldBlocks(), e.FreeBlocks(), e.UsableBlocks())
+			}
+			if !slices.Contains(engs, e) {
+				engs = append(engs, e)
+			}
+		}}
+	if rng.IntN(2) == 0 {
+		cfg.FrontendLatency = time.Duration(rng.IntN(20)) * time.Millisecond
+	}
+	if rng.IntN(3) == 0 {
+		cfg.RequestTimeout = time.Duration(200+rng.IntN(2000)) * time.Millisecond
+	}
+	rec := newRec(t, true)
+	res, err := Run(cfg, src, rec)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if err := c.drained(); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if xf.bad != "" {
+		t.Fatalf("seed %d: %s", seed, xf.bad)
+	}
+	for _, e := range engs {
+		if e.HeldBlocks() != 0 || e.Kept() != 0 || e.Loading() != 0 {
+			t.Fatalf("seed %d: an engine ended holding %d blocks (%d kept, %d loading)", seed, e.HeldBlocks(), e.Kept(), e.Loading())
+		}
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration, NumPrompts: spec.NumPrompts})
+	if int(res.Completed+res.Rejected+res.TimedOut) != spec.NumPrompts || sum.Completed+sum.Failed != spec.NumPrompts {
+		t.Fatalf("seed %d: %d completed + %d rejected + %d timed out for %d prompts", seed, res.Completed, res.Rejected, res.TimedOut, spec.NumPrompts)
+	}
+	seen := map[int64]bool{}
+	floor := 2*step + lat + cfg.FrontendLatency
+	for _, r := range sum.Requests {
+		if seen[int64(r.Index)] {
+			t.Fatalf("seed %d: request %d recorded twice", seed, r.Index)
+		}
+		seen[int64(r.Index)] = true
+		if r.Success && r.InputTokens >= threshold && r.TTFT < floor {
+			t.Fatalf("seed %d: request %d's first token %v after it was sent, before prefill + transfer + a decode step (%v)", seed, r.Index, r.TTFT, floor)
+		}
+	}
+	var pf, dc int64
+	for _, rr := range res.Replicas {
+		pf += rr.Prefilled
+		dc += rr.Decoded
+	}
+	if cfg.RequestTimeout == 0 && (pf != dc || (threshold == 0 && dc != res.Completed)) {
+		t.Fatalf("seed %d: %d prefilled, %d decoded, %d completed", seed, pf, dc, res.Completed)
+	}
+	var buf bytes.Buffer
+	if err := metrics.WriteJSON(&buf, sum, true); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestPDInvariantsAndDeterminism(t *testing.T) {
+	for seed := int64(1); seed <= 16; seed++ {
+		a, b := pdRun(t, seed), pdRun(t, seed)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("seed %d: two runs differ", seed)
+		}
+	}
+}
+
+// A disaggregated request with no fabric is the caller's bug, reported.
+func TestPDNeedsAFabric(t *testing.T) {
+	pr := constPricer{step: time.Millisecond}
+	cfg := Config{Pools: []Pool{
+		{Name: "p", Replicas: 1, Role: router.RolePrefill, Engine: engCfg(), Pricer: pr},
+		{Name: "d", Replicas: 1, Role: router.RoleDecode, Engine: engCfg(), Pricer: pr},
+	}, Router: &pdRouter{nPre: 1}}
+	if _, err := Run(cfg, fixed(1, 100, 5), newRec(t, false)); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+// Replicas are packed pool by pool; one that does not fit in what is left
+// of a node starts on the next.
+func TestPlacementPacksPoolByPool(t *testing.T) {
+	eps := []endpoint{{poolIdx: 0, n: 1}, {poolIdx: 1, n: 1}, {poolIdx: 1, n: 1}, {poolIdx: 2, n: 2}, {poolIdx: 3, n: 1}}
+	got := placement(eps, []int{1, 4, 2, 16}, 8)
+	pl := func(n, g, w int) fabric.Place { return fabric.Place{Node: n, GPU: g, GPUs: w} }
+	want := []fabric.Place{pl(0, 0, 1), pl(0, 1, 4), pl(1, 0, 4), pl(1, 4, 2), pl(1, 6, 2), pl(2, 0, 16)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
