@@ -25,6 +25,7 @@ func (r *Resolved) ClientConfig() cluster.Config {
 		RequestTimeout:        Seconds(s.RequestTimeoutSeconds),
 		FrontendLatency:       time.Duration(s.FrontendLatencyMs * float64(time.Millisecond)),
 		Reopen:                r.Reopen,
+		Fabric:                r.TransferFabric,
 	}
 	if len(r.Scenario.Pools) > 0 || r.Scenario.Replicas > 1 {
 		cfg.Pools = r.clusterPools()

@@ -34,6 +34,9 @@ func routerNames() []string { return router.Names() }
 // the scenario has none) and checks the router settings.
 func (r *Resolved) resolveCluster() error {
 	s := &r.Scenario
+	if err := s.pdPools(); err != nil {
+		return err
+	}
 	if len(s.Pools) == 0 {
 		if s.Replicas < 1 || s.Replicas > MaxReplicas {
 			return bad("replicas", fmt.Sprint(s.Replicas), fmt.Sprintf("an integer from 1 to %d", MaxReplicas))
@@ -65,13 +68,13 @@ func (r *Resolved) resolveCluster() error {
 		if !decode {
 			return bad("pools", "", "no pool serves decode: every pool has role prefill")
 		}
-		for _, ps := range s.Pools {
-			if ps.Role == "prefill" {
-				return bad("pools", ps.Name, "role prefill needs prefill/decode disaggregation, which BLIS does not simulate yet (use role both or decode)")
-			}
-		}
 	}
-	if s.Router != "" && s.RouterConfig != "" {
+	if err := r.resolvePD(); err != nil {
+		return err
+	}
+	if r.pdRouter {
+		// llm-d's P/D config, built in.
+	} else if s.Router != "" && s.RouterConfig != "" {
 		return bad("router", s.Router, "give either --router or --router-config, not both")
 	}
 	if s.Router != "" && !contains(router.Names(), s.Router) {
@@ -121,6 +124,8 @@ func poolErr(ps PoolSpec, err error) error {
 func (r *Resolved) RouterName() string {
 	s := &r.Scenario
 	switch {
+	case r.pdRouter:
+		return PDRouterName
 	case s.RouterConfig != "":
 		return "llm-d (" + s.RouterConfig + ")"
 	case s.Router != "":
@@ -161,7 +166,54 @@ func (r *Resolved) clusterPools() []cluster.Pool {
 			Name: p.Spec.Name, Replicas: p.Spec.Replicas, Role: role, Labels: p.Spec.Labels,
 			Engine: p.Engine, Pricer: p.Pricer,
 			DataParallel: p.Scenario.DataParallelSize, Lockstep: p.Model.IsMoE(),
+			GPUs: max(p.Deployment.TP, 1),
+			// Every TP rank holds its shard of each block; NIXL moves them all.
+			KVBlockBytes: p.Memory.KVBytesPerToken * float64(p.Engine.BlockSize) * float64(max(p.Deployment.TP, 1)),
 		}
 	}
 	return out
+}
+
+// resolvePD checks the disaggregation settings once the pools are
+// resolved: a prefill pool needs a connector that moves KV (NixlConnector
+// when none is given, as llm-d's P/D deployments set), and, with no router
+// asked for, gets llm-d's P/D router. It sets the transfers' fabric.
+func (r *Resolved) resolvePD() error {
+	s := &r.Scenario
+	notes := map[string]bool{}
+	note := func(n string) {
+		if !notes[n] {
+			notes[n] = true
+			r.Notes = append(r.Notes, n)
+		}
+	}
+	prefill := false
+	for _, p := range r.Pools {
+		for _, n := range p.connector.notes {
+			note(n)
+		}
+		if p.Spec.Role != "prefill" {
+			continue
+		}
+		prefill = true
+		switch {
+		case p.Scenario.KVTransferConfig == "":
+			note(`prefill pool ` + p.Spec.Name + ` has no --kv-transfer-config: BLIS runs it with '{"kv_connector":"NixlConnector","kv_role":"kv_both"}', as llm-d's P/D deployments do`)
+		case !p.connector.pd:
+			return &InputError{Key: "pools." + p.Spec.Name + ".kv-transfer-config", Value: p.Scenario.KVTransferConfig,
+				Msg: "a prefill pool needs a connector that moves KV to the decode replicas: one of " + strings.Join(pdConnectors, ", ")}
+		}
+	}
+	r.TransferFabric = r.Deployment.Fabric
+	if r.TransferFabric == nil {
+		r.TransferFabric = chipFabric(r.Chip)
+	}
+	if prefill && s.Router == "" && s.RouterConfig == "" {
+		cfg, err := loadPDRouter()
+		if err != nil {
+			return err // the embedded config is the program's, not the user's
+		}
+		r.routerCfg, r.pdRouter = cfg, true
+	}
+	return nil
 }

@@ -85,7 +85,8 @@ func TestPoolsBadInput(t *testing.T) {
 		{func(s *Scenario) { s.Pools = []PoolSpec{{Name: "p", Replicas: 1, Role: "prefill"}} }, "no pool serves decode"},
 		{func(s *Scenario) {
 			s.Pools = []PoolSpec{{Name: "d", Replicas: 1, Role: "decode"}, {Name: "p", Replicas: 1, Role: "prefill"}}
-		}, "prefill/decode disaggregation"},
+			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both"}`
+		}, "pools.p.kv-transfer-config"},
 		{func(s *Scenario) {
 			s.Pools = []PoolSpec{{Name: "big", Replicas: 1, Role: "both", Serve: []KV{{Key: "tensor-parallel-size", Value: "0"}}}}
 		}, "pools.big.tensor-parallel-size"},

@@ -39,6 +39,11 @@ type Resolved struct {
 	// deployment, when the scenario has none).
 	Pools     []Pool
 	routerCfg *router.Config
+	// TransferFabric is the network disaggregated requests' KV crosses
+	// (--fabric, else the chip's own: chipFabric).
+	TransferFabric *catalog.Fabric
+	connector      connectorInfo // --kv-transfer-config
+	pdRouter       bool          // the router is llm-d's P/D default
 }
 
 // vLLM's batch defaults for `vllm serve` (OPENAI_API_SERVER usage context),
@@ -192,7 +197,18 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		NumGPUBlocksOverride: s.NumGPUBlocksOverride, EnforceEager: s.EnforceEager,
 		CUDAGraphMode: cc.Mode, MaxCUDAGraphCaptureSize: capSize, CaptureSizes: cc.CaptureSizes,
 		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
-		MoEBackend: s.MoEBackend,
+		MoEBackend: s.MoEBackend, All2AllBackend: s.All2AllBackend,
+	}
+	if s.All2AllBackend != "" && !slices.Contains(All2AllBackends(), s.All2AllBackend) {
+		return bad("all2all-backend", s.All2AllBackend, "one of "+strings.Join(All2AllBackends(), ", "))
+	}
+	if s.Fabric != "" {
+		if r.Deployment.Fabric, err = catalog.LookupFabric(s.Fabric); err != nil {
+			return bad("fabric", s.Fabric, err.Error())
+		}
+	}
+	if r.connector, err = parseKVTransfer(s.KVTransferConfig); err != nil {
+		return err
 	}
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return &InputError{Msg: err.Error()}

@@ -49,6 +49,8 @@ type Scenario struct {
 	AsyncScheduling           bool
 	EnableExpertParallel      bool
 	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends())
+	All2AllBackend            string // --all2all-backend: expert-parallel token dispatch (All2AllBackends())
+	KVTransferConfig          string // --kv-transfer-config: vLLM's KVTransferConfig JSON (pd.go)
 
 	// vllm bench serve
 	DatasetName       string
@@ -111,6 +113,11 @@ type Scenario struct {
 	Router       string     // a built-in router (router.Names()); "" = none for one endpoint, k8s-service for more
 	RouterConfig string     // llm-d EndpointPickerConfig (or a values file embedding one)
 	Pools        []PoolSpec // model-server pools; replace Replicas
+	// Prefill/decode disaggregation (pd.go): a prefill pool and a decode
+	// pool of the top-level deployment, each with its own serve overrides.
+	PrefillReplicas, DecodeReplicas int
+	PrefillServe, DecodeServe       []KV
+	Fabric                          string // catalog fabric ("" = derived from the chip)
 
 	// BLIS
 	StepModel string // "auto" (fitted where the chip has coefficients, else roofline), "fitted", "roofline"
@@ -319,6 +326,8 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph", Zero: "vLLM's: min(2 × max-num-seqs, 512)"},
 		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one (vLLM ≥ 0.14; off is vLLM ≤ 0.13's serial step)"},
 		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the DP × TP GPUs instead of slicing every expert"},
+		{Name: "all2all-backend", Group: "serve", Value: stringValue{&s.All2AllBackend}, Usage: "how expert-parallel MoE layers move tokens to their experts and back (prices MoE dispatch and combine): " + strings.Join(All2AllBackends(), ", "), Zero: "vLLM's default"},
+		{Name: "kv-transfer-config", Group: "serve", Value: stringValue{&s.KVTransferConfig}, Usage: `vLLM's KV transfer config as JSON, e.g. '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' (MultiConnector with a "connectors" list too); BLIS moves a disaggregated request's KV as NixlConnector does and notes what else it does not model`, Zero: "none (NixlConnector for prefill/decode pools)"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames(), ", "), Zero: "random, or --custom-dataset-type"},
@@ -386,6 +395,11 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "router-config", Group: "cluster", Value: stringValue{&s.RouterConfig}, Usage: "llm-d's EndpointPickerConfig file (llm-d.ai or inference.networking.x-k8s.io API), a v0.2-era plugins-v2.yaml, or a Helm values file embedding one; its plugins replace --router", Zero: "none"},
 		{Name: "pools", Group: "cluster", Value: poolsValue{&s.Pools}, Usage: "model-server pools, each its own deployment behind the router: a list of {name, replicas, role (both, decode, prefill), labels, and any vllm serve key overriding the top level's}, e.g. '[{name: tp4, replicas: 2, tensor-parallel-size: 4}, {name: tp2, replicas: 4, tensor-parallel-size: 2}]'; replaces --replicas", Zero: "none: --replicas of the top-level deployment"},
 
+		{Name: "prefill-replicas", Group: "cluster", Value: intValue{&s.PrefillReplicas}, Usage: "prefill/decode disaggregation as llm-d runs it: a pool of this many prefill replicas (role prefill) of the top-level deployment, with --decode-replicas; replaces --replicas", Zero: "none"},
+		{Name: "decode-replicas", Group: "cluster", Value: intValue{&s.DecodeReplicas}, Usage: "the decode pool's replicas (role decode), with --prefill-replicas", Zero: "none"},
+		{Name: "prefill-serve", Group: "cluster", Value: serveKVsValue{&s.PrefillServe}, Usage: "vllm serve settings of the prefill pool overriding the top level's, as KEY=VALUE pairs separated by commas, e.g. 'tensor-parallel-size=1,max-num-batched-tokens=16384'", Zero: "none"},
+		{Name: "decode-serve", Group: "cluster", Value: serveKVsValue{&s.DecodeServe}, Usage: "vllm serve settings of the decode pool overriding the top level's, as --prefill-serve", Zero: "none"},
+		{Name: "fabric", Group: "cluster", Value: stringValue{&s.Fabric}, Usage: "the network the replicas sit on, a fabric of the catalog (catalog/fabrics/): KV transfers between prefill and decode replicas and collectives that cross a node use it", Zero: "the chip's own: NVLink inside a node, its inter-node bandwidth between nodes"},
 		{Name: "step-model", Group: "blis", Value: stringValue{&s.StepModel}, Usage: "step pricer: auto (fitted-v1 where the chip has fitted kernel coefficients, else roofline-v1), fitted, roofline"},
 		{Name: "frontend-latency-ms", Group: "blis", Value: floatValue{&s.FrontendLatencyMs}, Usage: "latency the vLLM frontend (HTTP, API server, IPC, streaming) adds to each request's TTFT and E2E beyond the engine, measured in vllm#54628 (0: the engine alone)"},
 
