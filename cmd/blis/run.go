@@ -460,6 +460,16 @@ type poolJSON struct {
 	DataParallelSize   int    `json:"data_parallel_size"`
 	MaxNumSeqs         int    `json:"max_num_seqs"`
 	NumGPUBlocks       int    `json:"num_gpu_blocks"`
+	// Disaggregation: timed requests prefilled and decoded (after a KV
+	// transfer) by the pool's replicas, the KV bytes they sent and
+	// received, and the transfers into the pool (count, mean, p99).
+	Prefilled        int64   `json:"requests_prefilled,omitempty"`
+	Decoded          int64   `json:"requests_decoded,omitempty"`
+	KVBytesSent      int64   `json:"kv_bytes_sent,omitempty"`
+	KVBytesReceived  int64   `json:"kv_bytes_received,omitempty"`
+	KVTransfers      int64   `json:"kv_transfers,omitempty"`
+	MeanKVTransferMs float64 `json:"mean_kv_transfer_ms,omitempty"`
+	P99KVTransferMs  float64 `json:"p99_kv_transfer_ms,omitempty"`
 }
 
 // replicaResult is one endpoint's share of the timed run.
@@ -474,6 +484,10 @@ type replicaResult struct {
 	PrefixHitRate   float64 `json:"prefix_cache_hit_rate"`
 	PeakUsedBlocks  int     `json:"peak_used_blocks"`
 	PeakUsedKVShare float64 `json:"peak_kv_usage"`
+	Prefilled       int64   `json:"requests_prefilled,omitempty"`
+	Decoded         int64   `json:"requests_decoded,omitempty"`
+	KVBytesSent     int64   `json:"kv_bytes_sent,omitempty"`
+	KVBytesReceived int64   `json:"kv_bytes_received,omitempty"`
 }
 
 // clusterOf fills the cluster part of the result's deployment.
@@ -483,17 +497,25 @@ func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
 	}
 	d.Router = r.RouterName()
 	blocks := map[string]int{}
-	for _, p := range r.Pools {
-		d.Pools = append(d.Pools, poolJSON{
+	for i, p := range r.Pools {
+		pj := poolJSON{
 			Name: p.Spec.Name, Role: p.Spec.Role, Replicas: p.Spec.Replicas, Hardware: p.Chip.Name,
 			TensorParallelSize: p.Deployment.TP, DataParallelSize: max(p.Deployment.DP, 1),
 			MaxNumSeqs: p.Engine.MaxNumSeqs, NumGPUBlocks: p.Memory.NumBlocks,
-		})
+		}
+		if i < len(out.Pools) {
+			op := out.Pools[i]
+			pj.Prefilled, pj.Decoded, pj.KVBytesSent, pj.KVBytesReceived = op.Prefilled, op.Decoded, op.KVBytesSent, op.KVBytesReceived
+			pj.KVTransfers = op.Transfers
+			pj.MeanKVTransferMs, pj.P99KVTransferMs = float64(op.TransferMean)/1e6, float64(op.TransferP99)/1e6
+		}
+		d.Pools = append(d.Pools, pj)
 		blocks[p.Spec.Name] = p.Memory.NumBlocks * max(p.Deployment.DP, 1)
 	}
 	for _, rr := range out.Replicas {
 		x := replicaResult{Name: rr.Name, Pool: rr.Pool, Routed: rr.Routed, Completed: rr.Completed,
-			Steps: rr.TimedSteps, Preemptions: rr.Engine.Preemptions, PeakUsedBlocks: rr.Engine.PeakUsedBlocks}
+			Steps: rr.TimedSteps, Preemptions: rr.Engine.Preemptions, PeakUsedBlocks: rr.Engine.PeakUsedBlocks,
+			Prefilled: rr.Prefilled, Decoded: rr.Decoded, KVBytesSent: rr.KVBytesSent, KVBytesReceived: rr.KVBytesReceived}
 		if rr.TimedSteps > 0 {
 			x.MeanStepMs = float64(rr.StepTime.Total) / float64(rr.TimedSteps) / 1e6
 		}
@@ -514,6 +536,25 @@ func printReplicas(w io.Writer, d deployment) {
 		return
 	}
 	fmt.Fprintf(w, "%s\n", centre(" Replicas (router: "+d.Router+") ", 78))
+	pd := false
+	for _, p := range d.Pools {
+		pd = pd || p.Prefilled > 0 || p.Decoded > 0
+	}
+	if pd {
+		// Disaggregated: who prefilled and decoded what, and the KV moved.
+		fmt.Fprintf(w, "%-22s %-10s %9s %9s %9s %9s %9s %7s %7s\n", "replica", "pool", "routed", "completed", "prefilled", "decoded", "KV GB", "step ms", "peak KV")
+		for _, x := range d.Replicas {
+			fmt.Fprintf(w, "%-22s %-10s %9d %9d %9d %9d %9.2f %7.2f %6.1f%%\n", x.Name, x.Pool, x.Routed, x.Completed, x.Prefilled, x.Decoded,
+				float64(x.KVBytesSent+x.KVBytesReceived)/1e9, x.MeanStepMs, 100*x.PeakUsedKVShare)
+		}
+		for _, p := range d.Pools {
+			if p.KVTransfers > 0 {
+				fmt.Fprintf(w, "KV transfers into %s: %d, %.2f GB, mean %.3f ms, p99 %.3f ms\n", p.Name, p.KVTransfers, float64(p.KVBytesReceived)/1e9, p.MeanKVTransferMs, p.P99KVTransferMs)
+			}
+		}
+		fmt.Fprintln(w, strings.Repeat("=", 78))
+		return
+	}
 	fmt.Fprintf(w, "%-22s %-12s %9s %9s %9s %9s %7s %8s\n", "replica", "pool", "routed", "completed", "steps", "step ms", "hit %", "peak KV")
 	for _, x := range d.Replicas {
 		fmt.Fprintf(w, "%-22s %-12s %9d %9d %9d %9.2f %7.1f %7.1f%%\n", x.Name, x.Pool, x.Routed, x.Completed, x.Steps, x.MeanStepMs, 100*x.PrefixHitRate, 100*x.PeakUsedKVShare)
