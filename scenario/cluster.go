@@ -198,7 +198,7 @@ func (r *Resolved) resolvePD() error {
 		prefill = true
 		switch {
 		case p.Scenario.KVTransferConfig == "":
-			note(`prefill pool ` + p.Spec.Name + ` has no --kv-transfer-config: BLIS runs it with '{"kv_connector":"NixlConnector","kv_role":"kv_both"}', as llm-d's P/D deployments do`)
+			note(`INFO prefill pool ` + p.Spec.Name + ` has no --kv-transfer-config: BLIS runs it with '{"kv_connector":"NixlConnector","kv_role":"kv_both"}', as llm-d's P/D deployments do`)
 		case !p.connector.pd:
 			return &InputError{Key: "pools." + p.Spec.Name + ".kv-transfer-config", Value: p.Scenario.KVTransferConfig,
 				Msg: "a prefill pool needs a connector that moves KV to the decode replicas: one of " + strings.Join(pdConnectors, ", ")}

@@ -223,15 +223,15 @@ func (info *connectorInfo) add(flag string, data []byte, depth int) error {
 			}
 		}
 	case c.KVConnectorModulePath != "":
-		info.notes = append(info.notes, fmt.Sprintf("--kv-transfer-config: connector %s from %s is not modelled: BLIS moves disaggregated KV as NixlConnector does", c.KVConnector, c.KVConnectorModulePath))
+		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: connector %s from %s is not modelled: BLIS moves disaggregated KV as NixlConnector does", c.KVConnector, c.KVConnectorModulePath))
 		info.pd = true
 	case c.KVConnector == "NixlConnector":
 		info.pd = true
 	case slices.Contains(pdConnectors, c.KVConnector):
 		info.pd = true
-		info.notes = append(info.notes, fmt.Sprintf("--kv-transfer-config: %s is simulated as NixlConnector's transfer (the decode engine reads the prompt's blocks after the prefill)", c.KVConnector))
+		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s is simulated as NixlConnector's transfer (the decode engine reads the prompt's blocks after the prefill)", c.KVConnector))
 	case slices.Contains(offloadConnectors, c.KVConnector):
-		info.notes = append(info.notes, fmt.Sprintf("--kv-transfer-config: %s (KV offload to CPU or storage) is accepted and not modelled", c.KVConnector))
+		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s (KV offload to CPU or storage) is accepted and not modelled", c.KVConnector))
 	default:
 		return bad("kv-transfer-config", flag, "kv_connector "+quote(c.KVConnector)+": one of "+strings.Join(knownConnectors(), ", ")+" (or a custom one with kv_connector_module_path)")
 	}
