@@ -99,10 +99,13 @@ func (t *Transfers) InFlight() int { return len(t.xfers) - len(t.freeXfer) + len
 // Start begins moving bytes from src to dst at now; id names it in Done.
 // The bytes split evenly over max(src.GPUs, dst.GPUs) flows: with equal
 // TP, sender rank k sends its KV shard to receiver rank k; with unequal
-// TP, the wider side's rank k pairs with rank k·narrow/wide of the other
-// (each receiver rank pulls its heads from the sender rank holding them,
-// vLLM NixlConnector's heterogeneous-TP layout). now must not go back in
-// time; bytes must not be negative.
+// TP, the wider side's rank k pairs with rank k·narrow/wide of the other:
+// a decode rank pulls its heads from the prefill rank holding them, as
+// vLLM's NixlConnector does (vllm/distributed/kv_transfer/kv_connector/v1/
+// nixl_connector.py _nixl_handshake: tp_ratio = local TP // remote TP,
+// p_remote_rank = tp_rank // tp_ratio), and a narrower decode rank
+// gathers from several prefill ranks. now must not go back in time;
+// bytes must not be negative.
 func (t *Transfers) Start(now time.Duration, id int64, src, dst Place, bytes int64) {
 	if bytes < 0 {
 		panic(fmt.Sprintf("fabric: transfer %d of %d bytes", id, bytes))

@@ -289,3 +289,46 @@ func BenchmarkTransfers(b *testing.B) {
 		})
 	}
 }
+
+// TestMaxMinFair checks the rates of random mixes against max-min
+// fairness's definition: no link carries more than its capacity, and every
+// flow has a bottleneck — a full link on which no flow runs faster.
+func TestMaxMinFair(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		tcp := testFabric()
+		if seed%2 == 0 {
+			tcp.GPUsPerNIC = 4 // two NICs a node: more sharing
+		}
+		tr := New(tcp)
+		for _, s := range randomStarts(seed, 60) {
+			tr.Start(0, s.id, s.src, s.dst, s.bytes+1)
+		}
+		tr.Next() // re-shares
+		for li, l := range tr.links {
+			sum, top := 0.0, 0.0
+			for _, fi := range l.flows {
+				sum += tr.flows[fi].rate
+				top = max(top, tr.flows[fi].rate)
+			}
+			if sum > l.cap*(1+1e-9) {
+				t.Fatalf("seed %d: link %d carries %g over its %g", seed, li, sum, l.cap)
+			}
+		}
+		for _, fi := range tr.active {
+			f := tr.flows[fi]
+			bottleneck := false
+			for _, li := range f.links {
+				l := tr.links[li]
+				sum, top := 0.0, 0.0
+				for _, gi := range l.flows {
+					sum += tr.flows[gi].rate
+					top = max(top, tr.flows[gi].rate)
+				}
+				bottleneck = bottleneck || (sum >= l.cap*(1-1e-9) && f.rate >= top*(1-1e-9))
+			}
+			if !bottleneck || f.rate <= 0 {
+				t.Fatalf("seed %d: flow %d at %g has no bottleneck link", seed, fi, f.rate)
+			}
+		}
+	}
+}
