@@ -329,6 +329,24 @@ type commCurve struct {
 	// Cross-node groups (crossNode): each message also pays xAlpha plus
 	// xPerByte per byte for its inter-node hops; 0 within a node.
 	xAlpha, xPerByte float64
+	// overlap (kernelCrossNode): an all-to-all kernel's NVLink and NIC
+	// traffic run at once, the slower sets the time; intraFrac of the
+	// message (lnIntra its log) goes over the node's measured curve.
+	overlap            bool
+	intraFrac, lnIntra float64
+}
+
+// kernelCrossNode extends the measured single-node all-to-all curve c of
+// an all-to-all kernel (pplx, DeepEP, FlashInfer) to a group spanning
+// nodes: intraFrac of each GPU's message goes to peers over NVLink (priced
+// on c), netFrac through its NIC at interBW after one latency, concurrently.
+func (c commCurve) kernelCrossNode(intraFrac, netFrac, interBW, latency float64) commCurve {
+	if c.none || !(netFrac > 0) || !(interBW > 0) || !(intraFrac > 0) {
+		return c
+	}
+	c.xAlpha, c.xPerByte = latency, netFrac/interBW
+	c.overlap, c.intraFrac, c.lnIntra = true, intraFrac, math.Log(intraFrac)
+	return c
 }
 
 // crossNode extends c to a group of gpus spanning nodes of perNode GPUs:
@@ -373,6 +391,9 @@ func newCommCurve(l *catalog.CommLaw, gpus int) commCurve {
 // at prices a message of bytes whose natural log is lnBytes.
 func (c *commCurve) at(bytes, lnBytes float64) float64 {
 	if c.xPerByte > 0 {
+		if c.overlap {
+			return math.Max(c.intra(bytes*c.intraFrac, lnBytes+c.lnIntra), c.xAlpha+c.xPerByte*bytes)
+		}
 		return c.intra(bytes, lnBytes) + c.xAlpha + c.xPerByte*bytes
 	}
 	return c.intra(bytes, lnBytes)
