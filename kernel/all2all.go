@@ -36,6 +36,15 @@ func (d Deployment) all2allBackend() string {
 	return d.All2AllBackend
 }
 
+// a2aDisablesGraphs reports whether vLLM turns CUDA graphs off for the
+// backend: DeepEP's high-throughput kernels sync with the CPU and cannot be
+// captured, so with DP > 1 vLLM sets cudagraph_mode to NONE ("WideEP:
+// Disabling CUDA Graphs since DeepEP high-throughput kernels are optimized
+// for prefill", vllm/platforms/cuda.py check_and_update_config).
+func (d Deployment) a2aDisablesGraphs() bool {
+	return d.all2allBackend() == a2aDeepEPHT && d.dpSize() > 1
+}
+
 // usesA2AKernels reports whether the MoE layers move tokens with
 // all-to-all kernels (pplx, DeepEP, FlashInfer) rather than the DP group's
 // all-gather / reduce-scatter (or naive broadcasts / all-reduce). vLLM runs
@@ -106,12 +115,15 @@ func validateAll2All(d Deployment) error {
 // as nccl-tests sizes an all-to-all). Crossing nodes, intraFrac of that
 // message goes over NVLink and netFrac through the NIC, both at once (the
 // kernels send to every peer concurrently; DeepEP's README reports the
-// bottleneck link's bandwidth).
+// bottleneck link's bandwidth); DeepEP HT forwards what arrives over RDMA
+// on the destination node's NVLink, a pipeline that adds the network's
+// latency to the slower hop (forward).
 type a2aLeg struct {
 	name               string
 	gpus               int
 	bytes              float64
 	intraFrac, netFrac float64
+	forward            bool // the network hop feeds an NVLink hop (DeepEP HT)
 }
 
 // a2aKernelLegs is what one MoE layer's dispatch and combine move under an
@@ -170,9 +182,10 @@ func a2aKernelLegs(d Deployment, hidden, experts, topK int, expertDtype string) 
 			intra, net = 1, (nodes-1)*holdProb(E, k, E/nodes)/copies
 		}
 	}
+	fwd := backend == a2aDeepEPHT
 	return [2]a2aLeg{
-		{name: "experts.dispatch (" + backend + ")", gpus: n, bytes: copies * disp / N, intraFrac: intra, netFrac: net},
-		{name: "experts.combine (" + backend + ")", gpus: n, bytes: copies * comb / N, intraFrac: intra, netFrac: net},
+		{name: "experts.dispatch (" + backend + ")", gpus: n, bytes: copies * disp / N, intraFrac: intra, netFrac: net, forward: fwd},
+		{name: "experts.combine (" + backend + ")", gpus: n, bytes: copies * comb / N, intraFrac: intra, netFrac: net, forward: fwd},
 	}
 }
 

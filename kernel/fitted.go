@@ -154,7 +154,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	}
 	mode := d.CUDAGraphMode
 	switch {
-	case d.EnforceEager:
+	case d.EnforceEager, d.a2aDisablesGraphs():
 		mode = "NONE"
 	case mode == "":
 		mode = "FULL_AND_PIECEWISE"
@@ -255,10 +255,10 @@ type resolver struct {
 }
 
 type curveKey struct {
-	law                *catalog.CommLaw
-	gpus, span         int
-	allReduce, kernel  bool
-	intraFrac, netFrac float64
+	law                        *catalog.CommLaw
+	gpus, span                 int
+	allReduce, kernel, forward bool
+	intraFrac, netFrac         float64
 }
 
 // commCurve returns the shared prepared curve of a collective law over a
@@ -288,7 +288,7 @@ func (r *resolver) commCurve(l *catalog.CommLaw, gpus, span int, allReduce bool)
 // NCCL all-to-all within a node; across nodes, its NVLink share on the
 // node's curve and its network share on the link, concurrently.
 func (r *resolver) kernelCurve(l *catalog.CommLaw, leg a2aLeg) *commCurve {
-	k := curveKey{law: l, gpus: leg.gpus, span: leg.gpus, kernel: true, intraFrac: leg.intraFrac, netFrac: leg.netFrac}
+	k := curveKey{law: l, gpus: leg.gpus, span: leg.gpus, kernel: true, forward: leg.forward, intraFrac: leg.intraFrac, netFrac: leg.netFrac}
 	if c, ok := r.curves[k]; ok {
 		return c
 	}
@@ -297,12 +297,19 @@ func (r *resolver) kernelCurve(l *catalog.CommLaw, leg a2aLeg) *commCurve {
 	if leg.gpus <= nl.perNode || !(leg.netFrac > 0) {
 		c = newCommCurve(l, leg.gpus)
 	} else {
-		c = newCommCurve(l, nl.perNode).kernelCrossNode(leg.intraFrac, leg.netFrac, nl.bandwidth, nl.latency)
-		r.sub("%s over %d GPUs: crosses nodes of %d; %.0f%% of each message on the %d-GPU measured all-to-all, %.0f%% through %s's network link (%.0f GB/s per GPU), concurrently",
-			leg.name, leg.gpus, nl.perNode, 100*leg.intraFrac, nearestGPUs(l, nl.perNode), 100*leg.netFrac, nl.name, nl.bandwidth/1e9)
+		c = newCommCurve(l, nl.perNode).kernelCrossNode(leg.intraFrac, leg.netFrac, nl.bandwidth, nl.latency, leg.forward)
+		r.sub("%s over %d GPUs: crosses nodes of %d; %.0f%% of each message on the %d-GPU measured all-to-all, %.0f%% through %s's network link (%.0f GB/s per GPU), %s",
+			leg.name, leg.gpus, nl.perNode, 100*leg.intraFrac, nearestGPUs(l, nl.perNode), 100*leg.netFrac, nl.name, nl.bandwidth/1e9, overlapWord(leg.forward))
 	}
 	r.putCurve(k, c)
 	return r.curves[k]
+}
+
+func overlapWord(forward bool) string {
+	if forward {
+		return "pipelined (network, then NVLink forwarding)"
+	}
+	return "concurrently"
 }
 
 func (r *resolver) putCurve(k curveKey, c commCurve) {

@@ -145,7 +145,7 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 	}
 	s := newShape(d)
 	m, c := d.Model, d.Chip
-	r := &roofline{enforceEager: d.EnforceEager, hostGraphed: a.HostStepGraphed, hostE: a.HostStepEager, hostPerSampled: a.HostPerSampledToken}
+	r := &roofline{enforceEager: d.EnforceEager || d.a2aDisablesGraphs(), hostGraphed: a.HostStepGraphed, hostE: a.HostStepEager, hostPerSampled: a.HostPerSampledToken}
 
 	gemmRate := func(dtype string) float64 { return peakFLOPS(c, dtype) * a.GEMMEfficiency }
 	attnRate := c.BF16FLOPS * a.AttnEfficiency
@@ -319,6 +319,9 @@ func rooflineA2A(d Deployment, s shape) (fixed, perToken float64) {
 			if leg.netFrac > 0 && nl.bandwidth > 0 {
 				per := float64(nl.perNode)
 				fixed += nl.latency
+				if leg.forward {
+					fixed += c.P2PLatency // the NVLink hop after the network's
+				}
 				perToken += math.Max(leg.bytes*leg.intraFrac*(per-1)/per/c.NVLinkBW, leg.bytes*leg.netFrac/nl.bandwidth)
 				continue
 			}
