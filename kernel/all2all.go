@@ -11,9 +11,12 @@ import (
 // All2AllBackends are the names --all2all-backend accepts that the kernel
 // prices (vllm/config/parallel.py All2AllBackend; the managers in
 // vllm/distributed/device_communicators/all2all.py and the prepare/finalize
-// kernels in vllm/model_executor/layers/fused_moe/). "" is vLLM's default,
-// allgather_reducescatter (the ParallelConfig default since v0.11). Each
-// call returns a fresh slice.
+// kernels in vllm/model_executor/layers/fused_moe/), as vLLM v0.11 runs
+// them. "" is vLLM's default, allgather_reducescatter (ParallelConfig).
+// vLLM main (@00193b82) has dropped naive and pplx (it warns and runs
+// allgather_reducescatter) and added deepep_v2, mori_*, nixl_ep and
+// flashinfer_nvlink_*, which are not priced. Each call returns a fresh
+// slice.
 func All2AllBackends() []string {
 	return []string{a2aAgRs, a2aNaive, a2aPPLX, a2aDeepEPHT, a2aDeepEPLL, a2aFlashInfer}
 }
