@@ -134,8 +134,9 @@ type a2aLeg struct {
 //
 //   - pplx (PplxPrepareAndFinalize) and deepep_low_latency
 //     (DeepEPLLPrepareAndFinalize) land tokens in per-expert buffers: one
-//     copy per routed expert, top-k copies of each token, and top-k outputs
-//     back. DeepEP LL dispatches FP8 with one fp32 scale per 128 values
+//     copy per routed expert, top-k copies of each token (pplx-kernels
+//     csrc/all_to_all/internode_dispatch.cu puts each token once per
+//     top-k index), and top-k outputs back. DeepEP LL dispatches FP8 with one fp32 scale per 128 values
 //     when the experts are block-FP8 (DEEPEP_QUANT_BLOCK_SHAPE); pplx
 //     quantizes to FP8 before dispatch for any FP8 experts (per-token scale
 //     unless block-quantized);
