@@ -72,6 +72,7 @@ type term struct {
 	kind  uint8
 	rows  uint8
 	count float64
+	calls float64 // collectives per layer (comm terms; 0 means 1)
 	name  string
 
 	gemm    *catalog.GEMMLaw
@@ -153,7 +154,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	}
 	mode := d.CUDAGraphMode
 	switch {
-	case d.EnforceEager:
+	case d.EnforceEager, d.a2aDisablesGraphs():
 		mode = "NONE"
 	case mode == "":
 		mode = "FULL_AND_PIECEWISE"
@@ -254,30 +255,76 @@ type resolver struct {
 }
 
 type curveKey struct {
-	law       *catalog.CommLaw
-	gpus      int
-	allReduce bool
+	law                        *catalog.CommLaw
+	gpus, span                 int
+	allReduce, kernel, forward bool
+	intraFrac, netFrac         float64
 }
 
-// commCurve returns the shared prepared curve of a collective law at a
-// group size, so that terms on the same law compare equal. A group larger
-// than the chip's node crosses nodes (commCurve.crossNode).
-func (r *resolver) commCurve(l *catalog.CommLaw, gpus int, allReduce bool) *commCurve {
-	k := curveKey{l, gpus, allReduce}
+// commCurve returns the shared prepared curve of a collective law over a
+// group of gpus whose members span span GPUs (a DP group's members sit TP
+// apart), so that terms on the same law compare equal. A span larger than
+// a node crosses nodes (commCurve.crossNode), at the fabric's network link
+// when the deployment names one, else the chip's.
+func (r *resolver) commCurve(l *catalog.CommLaw, gpus, span int, allReduce bool) *commCurve {
+	k := curveKey{law: l, gpus: gpus, span: span, allReduce: allReduce}
 	if c, ok := r.curves[k]; ok {
 		return c
 	}
+	nl := r.d.nodeLink()
+	c := newCommCurve(l, gpus)
+	if span > nl.perNode && nl.perNode >= 1 {
+		// Within a node the group is the node's share of it: the measured
+		// curve at no more GPUs than a node holds.
+		c = newCommCurve(l, min(gpus, nl.perNode)).crossNode(gpus, 1, allReduce, nl.bandwidth, nl.latency)
+		r.sub("%s over %d GPUs spanning %d: crosses nodes of %d; the %d-GPU measured curve plus %s's network link (%.0f GB/s per GPU) and latency",
+			l.Op, gpus, span, nl.perNode, nearestGPUs(l, min(gpus, nl.perNode)), nl.name, nl.bandwidth/1e9)
+	}
+	r.putCurve(k, c)
+	return r.curves[k]
+}
+
+// kernelCurve is commCurve for an all-to-all kernel's leg: the measured
+// NCCL all-to-all within a node; across nodes, its NVLink share on the
+// node's curve and its network share on the link, concurrently.
+func (r *resolver) kernelCurve(l *catalog.CommLaw, leg a2aLeg) *commCurve {
+	k := curveKey{law: l, gpus: leg.gpus, span: leg.gpus, kernel: true, forward: leg.forward, intraFrac: leg.intraFrac, netFrac: leg.netFrac}
+	if c, ok := r.curves[k]; ok {
+		return c
+	}
+	nl := r.d.nodeLink()
+	var c commCurve
+	if leg.gpus <= nl.perNode || !(leg.netFrac > 0) {
+		c = newCommCurve(l, leg.gpus)
+	} else {
+		c = newCommCurve(l, nl.perNode).kernelCrossNode(leg.intraFrac, leg.netFrac, nl.bandwidth, nl.latency, leg.forward)
+		r.sub("%s over %d GPUs: crosses nodes of %d; %.0f%% of each message on the %d-GPU measured all-to-all, %.0f%% through %s's network link (%.0f GB/s per GPU), %s",
+			leg.name, leg.gpus, nl.perNode, 100*leg.intraFrac, nearestGPUs(l, nl.perNode), 100*leg.netFrac, nl.name, nl.bandwidth/1e9, overlapWord(leg.forward))
+	}
+	r.putCurve(k, c)
+	return r.curves[k]
+}
+
+func overlapWord(forward bool) string {
+	if forward {
+		return "pipelined (network, then NVLink forwarding)"
+	}
+	return "concurrently"
+}
+
+func (r *resolver) putCurve(k curveKey, c commCurve) {
 	if r.curves == nil {
 		r.curves = map[curveKey]*commCurve{}
 	}
-	ch := r.d.Chip
-	c := newCommCurve(l, gpus).crossNode(gpus, ch.GPUsPerNode, allReduce, ch.InterNode, ch.P2PLatency)
-	if gpus > ch.GPUsPerNode {
-		r.sub("%s over %d GPUs: crosses nodes of %d; the %d-GPU measured curve plus the NIC's bandwidth (%.0f GB/s per GPU) and latency",
-			l.Op, gpus, ch.GPUsPerNode, ch.GPUsPerNode, ch.InterNode/1e9)
-	}
 	r.curves[k] = &c
-	return &c
+}
+
+// nearestGPUs is the measured group size CommTime prices gpus at.
+func nearestGPUs(l *catalog.CommLaw, gpus int) int {
+	if p := nearestCommPoint(l, gpus); p != nil {
+		return p.GPUs
+	}
+	return gpus
 }
 
 type gridKey struct {
@@ -554,6 +601,20 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			return
 		}
 		t.grid = r.moeGrid(t.moe, t.moeSh)
+		if r.d.usesA2AKernels() {
+			// The all-to-all kernels' dispatch before the experts and
+			// combine after them (the graph's DP collectives are skipped).
+			legs := a2aKernelLegs(r.d, m.Hidden, m.Experts, m.TopK, m.Dtype)
+			a2a := r.commLaw("alltoall", "nccl")
+			if a2a == nil {
+				r.err = fmt.Errorf("no alltoall law on %s to price --all2all-backend %s", r.d.Chip.Name, r.d.all2allBackend())
+				return
+			}
+			r.push(r.kernelTerm(a2a, legs[0], count))
+			r.push(t)
+			r.push(r.kernelTerm(a2a, legs[1], count))
+			return
+		}
 	case catalog.OpElementwise, catalog.OpEmbedding:
 		t.kind = termElementwise
 		t.bytes = op.BytesPerToken
@@ -561,40 +622,72 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			t.bytes /= float64(tp)
 		}
 	case catalog.OpCollective:
-		gpus := tp
+		gpus, span, coll := tp, tp, op.Collective
+		bytes := op.BytesPerToken
 		switch {
 		case op.Group == catalog.GroupDP && r.d.dpSize() > 1 && r.d.Model.IsMoE():
-			// vLLM's default all2all backend (allgather_reducescatter):
+			if r.d.usesA2AKernels() {
+				return // priced with the experts (OpMoE)
+			}
+			// allgather_reducescatter (vLLM's default, AgRsAll2AllManager):
 			// every DP rank gathers the group's tokens before the experts
-			// and reduce-scatters after, over the DP group.
-			gpus, t.rows = r.d.dpSize(), rowsGroup
+			// and reduce-scatters after, over the DP group, whose members
+			// sit TP GPUs apart.
+			gpus, span, t.rows = r.d.dpSize(), r.d.dpSize()*tp, rowsGroup
+			if r.d.all2allBackend() == a2aNaive {
+				// NaiveAll2AllManager: dispatch is one broadcast of each
+				// rank's tokens from that rank (a ring broadcast of S moves
+				// what an all-gather of S·n/(n−1) moves per GPU); combine
+				// all-reduces the whole gathered buffer.
+				n := float64(gpus)
+				switch coll {
+				case "all_gather":
+					t.calls, bytes = n, bytes/(n-1)
+					t.name += " (naive: broadcasts)"
+				case "reduce_scatter":
+					coll = "all_reduce"
+					t.name += " (naive: all_reduce)"
+				}
+			}
 		case op.Group != catalog.GroupTP || tp <= 1:
 			return // the group has one member in this deployment
 		}
-		t.kind, t.bytes, t.lnBytes = termComm, op.BytesPerToken, math.Log(op.BytesPerToken)
+		t.kind, t.bytes, t.lnBytes = termComm, bytes, math.Log(bytes)
 		var small, big *catalog.CommLaw
-		if op.Collective == "all_reduce" {
+		if coll == "all_reduce" {
 			small = r.commLaw("all_reduce", "vllm_custom")
 			big = r.commLaw("all_reduce", "nccl")
 			if small == nil {
 				small = big
 			}
 		} else {
-			small = r.commLaw(op.Collective, "nccl")
+			small = r.commLaw(coll, "nccl")
 			big = small
 		}
 		if small == nil {
-			r.err = fmt.Errorf("no %s law on %s", op.Collective, r.d.Chip.Name)
+			r.err = fmt.Errorf("no %s law on %s", coll, r.d.Chip.Name)
 			return
 		}
-		ar := op.Collective == "all_reduce"
-		t.comm, t.commBig = r.commCurve(small, gpus, ar), r.commCurve(big, gpus, ar)
+		ar := coll == "all_reduce"
+		t.comm, t.commBig = r.commCurve(small, gpus, span, ar), r.commCurve(big, gpus, span, ar)
 	default:
 		r.err = fmt.Errorf("operator %q: kind %q has no law", op.Name, op.Kind)
 		return
 	}
-	// Layer kinds share most operators (dense vs MoE layers, sliding vs full
-	// attention): price each distinct operator once per step.
+	r.push(t)
+}
+
+// kernelTerm is the comm term of one all-to-all kernel leg per layer.
+func (r *resolver) kernelTerm(l *catalog.CommLaw, leg a2aLeg, count float64) term {
+	c := r.kernelCurve(l, leg)
+	return term{kind: termComm, rows: rowsGroup, count: count, name: leg.name,
+		bytes: leg.bytes, lnBytes: math.Log(leg.bytes), comm: c, commBig: c}
+}
+
+// push adds t to the pricer's terms. Layer kinds share most operators
+// (dense vs MoE layers, sliding vs full attention): each distinct operator
+// is priced once per step, its count summed.
+func (r *resolver) push(t term) {
 	for i := range r.f.terms {
 		u := &r.f.terms[i]
 		c := u.count
@@ -797,7 +890,11 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 			if bytes > f.a.CustomAllReduceMaxBytes {
 				curve = t.commBig
 			}
-			comm += t.count * curve.at(bytes, lm+t.lnBytes)
+			c := t.count
+			if t.calls > 0 {
+				c *= t.calls
+			}
+			comm += c * curve.at(bytes, lm+t.lnBytes)
 		}
 	}
 

@@ -329,6 +329,28 @@ type commCurve struct {
 	// Cross-node groups (crossNode): each message also pays xAlpha plus
 	// xPerByte per byte for its inter-node hops; 0 within a node.
 	xAlpha, xPerByte float64
+	// overlap (kernelCrossNode): an all-to-all kernel's NVLink and NIC
+	// traffic run at once, the slower sets the time; intraFrac of the
+	// message (lnIntra its log) goes over the node's measured curve.
+	// forward: the NIC hop feeds the NVLink hop (DeepEP's RDMA-then-NVLink
+	// forwarding), a pipeline whose network latency adds to the time.
+	overlap, forward   bool
+	intraFrac, lnIntra float64
+}
+
+// kernelCrossNode extends the measured single-node all-to-all curve c of
+// an all-to-all kernel (pplx, DeepEP, FlashInfer) to a group spanning
+// nodes: intraFrac of each GPU's message goes to peers over NVLink (priced
+// on c), netFrac through its NIC at interBW after one latency, concurrently
+// — or, when forward, as a pipeline (NIC then NVLink) whose time is the
+// slower hop's plus the network latency.
+func (c commCurve) kernelCrossNode(intraFrac, netFrac, interBW, latency float64, forward bool) commCurve {
+	if c.none || !(netFrac > 0) || !(interBW > 0) || !(intraFrac > 0) {
+		return c
+	}
+	c.xAlpha, c.xPerByte = latency, netFrac/interBW
+	c.overlap, c.forward, c.intraFrac, c.lnIntra = true, forward, intraFrac, math.Log(intraFrac)
+	return c
 }
 
 // crossNode extends c to a group of gpus spanning nodes of perNode GPUs:
@@ -373,6 +395,13 @@ func newCommCurve(l *catalog.CommLaw, gpus int) commCurve {
 // at prices a message of bytes whose natural log is lnBytes.
 func (c *commCurve) at(bytes, lnBytes float64) float64 {
 	if c.xPerByte > 0 {
+		if c.overlap {
+			in := c.intra(bytes*c.intraFrac, lnBytes+c.lnIntra)
+			if c.forward {
+				return c.xAlpha + math.Max(in, c.xPerByte*bytes)
+			}
+			return math.Max(in, c.xAlpha+c.xPerByte*bytes)
+		}
 		return c.intra(bytes, lnBytes) + c.xAlpha + c.xPerByte*bytes
 	}
 	return c.intra(bytes, lnBytes)

@@ -68,22 +68,27 @@ type roofline struct {
 	secPrefillCtxUp     float64 // MLA: up-projecting a cached context token (kv_b_proj)
 
 	// Memory bytes.
-	bytesAlways        float64 // weights read by every step that runs a token
-	bytesPerExpert     float64 // one routed expert over all MoE layers
-	numExperts, topK   float64
-	bytesLMHead        float64 // read when some row samples
-	bytesKVFull        float64 // per context token read, full layers
-	bytesKVSW          float64 // per context token read, sliding-window layers
-	bytesKVWrite       float64 // per new token, all layers
-	bytesActPerToken   float64
-	secPerByte         float64
-	window             float64 // sliding window, tokens (0: none)
-	arSecFixed         float64 // per step: 2·layers all-reduce latencies
-	arSecPerToken      float64 // per token of the step
-	graphMaxTokens     int
-	enforceEager       bool
-	hostGraphed, hostE time.Duration
-	hostPerSampled     time.Duration
+	bytesAlways      float64 // weights read by every step that runs a token
+	bytesPerExpert   float64 // one routed expert over all MoE layers
+	numExperts, topK float64
+	bytesLMHead      float64 // read when some row samples
+	bytesKVFull      float64 // per context token read, full layers
+	bytesKVSW        float64 // per context token read, sliding-window layers
+	bytesKVWrite     float64 // per new token, all layers
+	bytesActPerToken float64
+	secPerByte       float64
+	window           float64 // sliding window, tokens (0: none)
+	arSecFixed       float64 // per step: 2·layers all-reduce latencies
+	arSecPerToken    float64 // per token of the step
+	// MoE token movement between DP ranks (DP > 1): per step, and per
+	// token of the DP group (Batch.GroupTokens; dp × the step's tokens
+	// when the engine prices a rank alone).
+	a2aSecFixed, a2aSecPerGroupToken float64
+	dp                               float64
+	graphMaxTokens                   int
+	enforceEager                     bool
+	hostGraphed, hostE               time.Duration
+	hostPerSampled                   time.Duration
 }
 
 // NewRoofline builds the "roofline-v1" pricer for d with the default
@@ -130,14 +135,17 @@ func NewRoofline(d Deployment) (Pricer, error) {
 // Comm is TP's two all-reduces per layer (after attention and after the
 // MLP), each a ring of T × hidden × dtype bytes: 2(n−1)/n × bytes / link
 // bandwidth + the chip's p2p latency (aiconfigurator's p2p_latency); the
-// link is NVLink within a node and the inter-node network beyond.
+// link is NVLink within a node and the inter-node network beyond (the
+// fabric's network link when the deployment names a fabric). A MoE model
+// with DP > 1 adds each MoE layer's dispatch and combine under
+// --all2all-backend (rooflineA2A).
 func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
 	}
 	s := newShape(d)
 	m, c := d.Model, d.Chip
-	r := &roofline{enforceEager: d.EnforceEager, hostGraphed: a.HostStepGraphed, hostE: a.HostStepEager, hostPerSampled: a.HostPerSampledToken}
+	r := &roofline{enforceEager: d.EnforceEager || d.a2aDisablesGraphs(), hostGraphed: a.HostStepGraphed, hostE: a.HostStepEager, hostPerSampled: a.HostPerSampledToken}
 
 	gemmRate := func(dtype string) float64 { return peakFLOPS(c, dtype) * a.GEMMEfficiency }
 	attnRate := c.BF16FLOPS * a.AttnEfficiency
@@ -188,16 +196,23 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 	r.bytesActPerToken = s.L * s.dtypeB * (8*s.H + s.H + s.qkvOut + 2*s.attnOut + s.attnOut + s.H + s.H + mlpIO + s.H)
 	r.secPerByte = 1 / (c.MemBW * c.MemBWEfficiency)
 
-	// Tensor-parallel all-reduce.
+	// Tensor-parallel all-reduce; a TP group larger than a node rides the
+	// network link (the fabric's when the deployment names one).
+	nl := d.nodeLink()
 	if d.TP > 1 {
 		n := float64(d.TP)
-		bw := c.NVLinkBW
-		if d.TP > c.GPUsPerNode && c.InterNode > 0 {
-			bw = c.InterNode
+		bw, lat := c.NVLinkBW, c.P2PLatency
+		if d.TP > nl.perNode && nl.bandwidth > 0 {
+			bw, lat = nl.bandwidth, nl.latency
 		}
 		ops := 2 * s.L
-		r.arSecFixed = ops * c.P2PLatency
+		r.arSecFixed = ops * lat
 		r.arSecPerToken = ops * 2 * (n - 1) / n * s.H * s.dtypeB / bw
+	}
+	r.dp = float64(d.dpSize())
+	if m.IsMoE() && d.dpSize() > 1 {
+		fixed, perTok := rooflineA2A(d, s)
+		r.a2aSecFixed, r.a2aSecPerGroupToken = s.Lmoe*fixed, s.Lmoe*perTok
 	}
 
 	r.graphMaxTokens = a.MaxCUDAGraphTokens
@@ -253,6 +268,13 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 	memory := bytes * r.secPerByte
 
 	comm := r.arSecFixed + T*r.arSecPerToken
+	if r.a2aSecPerGroupToken > 0 {
+		G := float64(b.GroupTokens)
+		if G <= 0 {
+			G = r.dp * T
+		}
+		comm += r.a2aSecFixed + G*r.a2aSecPerGroupToken
+	}
 
 	host := r.hostE
 	if !r.enforceEager && b.NumPrefill == 0 && tokens <= r.graphMaxTokens {
@@ -268,4 +290,55 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 	}
 	out.Total = max(out.Compute, out.Memory) + out.Comm + out.Host
 	return out
+}
+
+// rooflineA2A is one MoE layer's dispatch + combine under the deployment's
+// --all2all-backend as a bandwidth law: seconds per layer, fixed and per
+// token of the DP group. Ring collectives (allgather_reducescatter, naive)
+// move (n−1)/n of the gathered buffer per GPU (twice for an all-reduce)
+// over the bottleneck link — NVLink when the DP group's span fits a node,
+// else the network; all-to-all kernels send their copies' off-GPU share
+// over NVLink and their off-node share over the network at once (the
+// slower sets the time). Each collective pays one link latency.
+func rooflineA2A(d Deployment, s shape) (fixed, perToken float64) {
+	c, nl := d.Chip, d.nodeLink()
+	dp, tp := d.dpSize(), d.TP
+	m := d.Model
+	H, E, a := s.H, float64(m.NumExperts), s.dtypeB
+	if d.usesA2AKernels() {
+		dt := "bf16"
+		switch s.mlpDtype {
+		case "fp8":
+			dt = "fp8"
+		case "fp4":
+			dt = m.WeightDtype
+		}
+		hidden, experts, topK := moeExperts(m)
+		for _, leg := range a2aKernelLegs(d, hidden, experts, topK, dt) {
+			n := float64(leg.gpus)
+			if leg.netFrac > 0 && nl.bandwidth > 0 {
+				per := float64(nl.perNode)
+				fixed += nl.latency
+				if leg.forward {
+					fixed += c.P2PLatency // the NVLink hop after the network's
+				}
+				perToken += math.Max(leg.bytes*leg.intraFrac*(per-1)/per/c.NVLinkBW, leg.bytes*leg.netFrac/nl.bandwidth)
+				continue
+			}
+			fixed += c.P2PLatency
+			perToken += leg.bytes * (n - 1) / n / c.NVLinkBW
+		}
+		return fixed, perToken
+	}
+	n := float64(dp)
+	bw, lat := c.NVLinkBW, c.P2PLatency
+	if dp*tp > nl.perNode && nl.bandwidth > 0 {
+		bw, lat = nl.bandwidth, nl.latency
+	}
+	dispatch, combine := H*a+E*a, H*a // hidden states + router logits; outputs
+	if d.all2allBackend() == a2aNaive {
+		// dp broadcasts of each rank's share; an all-reduce of the buffer.
+		return (n + 1) * lat, (dispatch + 2*(n-1)/n*combine) / bw
+	}
+	return 2 * lat, (n - 1) / n * (dispatch + combine) / bw
 }
