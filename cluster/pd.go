@@ -195,9 +195,11 @@ func (l *loop) xferAt() time.Duration {
 func (l *loop) transfersDone() {
 	l.doneIDs = l.xf.Done(l.now, l.doneIDs[:0])
 	if len(l.doneIDs) == 0 {
-		// A transfer said to be due did not complete: the fabric broke its
-		// contract; never spin on it.
-		l.fault(fmt.Errorf("cluster: the fabric's next completion %v passed with none complete", l.now))
+		// Next may be early (a flow finished first and re-shared its
+		// links); it then moves on. One that does not would spin the loop.
+		if l.xf.Next() <= l.now {
+			l.fault(fmt.Errorf("cluster: the fabric's next completion stays at %v with none complete", l.now))
+		}
 		return
 	}
 	timed := l.cl.Timed()

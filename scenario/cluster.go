@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"blis/catalog"
 	"blis/cluster"
 	"blis/router"
 )
@@ -206,7 +207,7 @@ func (r *Resolved) resolvePD() error {
 	}
 	r.TransferFabric = r.Deployment.Fabric
 	if r.TransferFabric == nil {
-		r.TransferFabric = chipFabric(r.Chip)
+		r.TransferFabric = catalog.DefaultFabric(r.Chip)
 	}
 	if prefill && s.Router == "" && s.RouterConfig == "" {
 		cfg, err := loadPDRouter()

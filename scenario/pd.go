@@ -8,9 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
-	"blis/catalog"
 	"blis/router"
 )
 
@@ -20,12 +18,6 @@ import (
 // serve settings per pool), --kv-transfer-config is vLLM's connector
 // config, --fabric the network the KV crosses. cluster/pd.go runs the
 // requests.
-
-// All2AllBackends are vLLM's --all2all-backend values
-// (vllm/config/parallel.py All2AllBackend, v0.11).
-func All2AllBackends() []string {
-	return []string{"allgather_reducescatter", "naive", "pplx", "deepep_low_latency", "deepep_high_throughput", "flashinfer_all2allv"}
-}
 
 // serveKVsValue is --prefill-serve / --decode-serve: vllm serve settings
 // as KEY=VALUE pairs separated by commas (commas inside brackets, braces
@@ -242,25 +234,6 @@ func knownConnectors() []string {
 	out := append(append([]string{"MultiConnector"}, pdConnectors...), offloadConnectors...)
 	sort.Strings(out)
 	return out
-}
-
-// chipFabric is the network BLIS assumes without --fabric: the chip's
-// NVLink inside a node of its GPUs, its PCIe link, and its inter-node
-// bandwidth per GPU between nodes, each transfer paying the chip's
-// point-to-point latency.
-func chipFabric(c *catalog.Chip) *catalog.Fabric {
-	lat := time.Duration(c.P2PLatency * float64(time.Second))
-	per := c.GPUsPerNode
-	if per < 1 {
-		per = 8
-	}
-	return &catalog.Fabric{
-		Name: c.Name + "-default", GPUsPerNode: per,
-		NVLink:  catalog.Link{Kind: "nvlink", Bandwidth: c.NVLinkBW, Latency: lat},
-		PCIe:    catalog.Link{Kind: "pcie", Bandwidth: c.PCIeBW, Latency: lat},
-		Network: catalog.Link{Kind: "network", Bandwidth: c.InterNode, Latency: lat},
-		Source:  "derived from chip " + c.Name + ": nvlink_bandwidth, pcie_bandwidth, inter_node_bandwidth, p2p_latency",
-	}
 }
 
 // pdEPPConfig is llm-d's P/D EndpointPickerConfig, the router a

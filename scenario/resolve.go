@@ -40,7 +40,7 @@ type Resolved struct {
 	Pools     []Pool
 	routerCfg *router.Config
 	// TransferFabric is the network disaggregated requests' KV crosses
-	// (--fabric, else the chip's own: chipFabric).
+	// (--fabric, else the chip's own: catalog.DefaultFabric).
 	TransferFabric *catalog.Fabric
 	connector      connectorInfo // --kv-transfer-config
 	pdRouter       bool          // the router is llm-d's P/D default
@@ -199,8 +199,8 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
 		MoEBackend: s.MoEBackend, All2AllBackend: s.All2AllBackend,
 	}
-	if s.All2AllBackend != "" && !slices.Contains(All2AllBackends(), s.All2AllBackend) {
-		return bad("all2all-backend", s.All2AllBackend, "one of "+strings.Join(All2AllBackends(), ", "))
+	if s.All2AllBackend != "" && !slices.Contains(kernel.All2AllBackends(), s.All2AllBackend) {
+		return bad("all2all-backend", s.All2AllBackend, "one of "+strings.Join(kernel.All2AllBackends(), ", "))
 	}
 	if s.Fabric != "" {
 		if r.Deployment.Fabric, err = catalog.LookupFabric(s.Fabric); err != nil {

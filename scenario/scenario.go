@@ -20,6 +20,7 @@ import (
 	"blis/catalog"
 	"blis/internal/inputerr"
 	suggestpkg "blis/internal/suggest"
+	"blis/kernel"
 	"blis/workload"
 )
 
@@ -326,7 +327,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "max-cudagraph-capture-size", Group: "serve", Value: intValue{&s.MaxCUDAGraphCaptureSize}, Usage: "largest batch captured as a CUDA graph", Zero: "vLLM's: min(2 × max-num-seqs, 512)"},
 		{Name: "async-scheduling", Group: "serve", Value: as, Neg: asNeg, Usage: "schedule the next step while the GPU runs this one (vLLM ≥ 0.14; off is vLLM ≤ 0.13's serial step)"},
 		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the DP × TP GPUs instead of slicing every expert"},
-		{Name: "all2all-backend", Group: "serve", Value: stringValue{&s.All2AllBackend}, Usage: "how expert-parallel MoE layers move tokens to their experts and back (prices MoE dispatch and combine): " + strings.Join(All2AllBackends(), ", "), Zero: "vLLM's default"},
+		{Name: "all2all-backend", Group: "serve", Value: stringValue{&s.All2AllBackend}, Usage: "how expert-parallel MoE layers move tokens to their experts and back (prices MoE dispatch and combine): " + strings.Join(kernel.All2AllBackends(), ", "), Zero: "vLLM's default"},
 		{Name: "kv-transfer-config", Group: "serve", Value: stringValue{&s.KVTransferConfig}, Usage: `vLLM's KV transfer config as JSON, e.g. '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' (MultiConnector with a "connectors" list too); BLIS moves a disaggregated request's KV as NixlConnector does and notes what else it does not model`, Zero: "none (NixlConnector for prefill/decode pools)"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
