@@ -6,7 +6,6 @@ import (
 	"testing"
 )
 
-
 // TestExamplesRun runs every scenario in examples/ (cut to a few requests)
 // from the repository root, as its header comment says to: each must run,
 // and a cluster example must print its replicas.
