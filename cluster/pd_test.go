@@ -5,9 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"blis/catalog"
 	"blis/engine"
 	"blis/fabric"
 	"blis/metrics"
@@ -170,6 +172,16 @@ func pdRun(t *testing.T, seed int64) []byte {
 	if rng.IntN(3) == 0 {
 		cfg.RequestTimeout = time.Duration(200+rng.IntN(2000)) * time.Millisecond
 	}
+	if rng.IntN(2) == 0 {
+		// The real fabric: a slow network so transfers share the NICs.
+		chip, err := catalog.LookupChip("h100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := catalog.DefaultFabric(chip)
+		f.GPUsPerNode, f.Network.Bandwidth = 2, 1e8+1e9*rng.Float64()
+		cfg.Transfers, cfg.Fabric, lat = nil, f, 0
+	}
 	rec := newRec(t, true)
 	res, err := Run(cfg, src, rec)
 	if err != nil {
@@ -217,7 +229,7 @@ func pdRun(t *testing.T, seed int64) []byte {
 }
 
 func TestPDInvariantsAndDeterminism(t *testing.T) {
-	for seed := int64(1); seed <= 16; seed++ {
+	for seed := int64(1); seed <= 24; seed++ {
 		a, b := pdRun(t, seed), pdRun(t, seed)
 		if !bytes.Equal(a, b) {
 			t.Fatalf("seed %d: two runs differ", seed)
@@ -246,5 +258,104 @@ func TestPlacementPacksPoolByPool(t *testing.T) {
 	want := []fabric.Place{pl(0, 0, 1), pl(0, 1, 4), pl(1, 0, 4), pl(1, 4, 2), pl(1, 6, 2), pl(2, 0, 16)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// pdPair runs reqs against one prefill and one decode replica (steps of
+// step, transfers of lat) and returns the result, the recorder's summary
+// and every engine that stepped.
+func pdPair(t *testing.T, pre, dec engine.Config, step, lat, timeout time.Duration, src *listSource) (Result, *metrics.Result, []*engine.Engine) {
+	t.Helper()
+	pr := constPricer{step: step}
+	var engs []*engine.Engine
+	c := check(&pdRouter{nPre: 1})
+	cfg := Config{Pools: []Pool{
+		{Name: "p", Replicas: 1, Role: router.RolePrefill, Engine: pre, Pricer: pr, KVBlockBytes: 1 << 20},
+		{Name: "d", Replicas: 1, Role: router.RoleDecode, Engine: dec, Pricer: pr, KVBlockBytes: 1 << 20},
+	}, Router: c, Transfers: &linkTransfers{lat: lat, bw: 1e18}, RequestTimeout: timeout,
+		AfterStep: func(_ time.Duration, e *engine.Engine) {
+			if !slices.Contains(engs, e) {
+				engs = append(engs, e)
+			}
+		}}
+	rec := newRec(t, true)
+	res, err := Run(cfg, src, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.drained(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range engs {
+		if e.HeldBlocks() != 0 || e.Kept() != 0 || e.Loading() != 0 || e.Waiting() != 0 || e.Running() != 0 {
+			t.Fatalf("an engine ended holding %d blocks (%d kept, %d loading, %d waiting, %d running)", e.HeldBlocks(), e.Kept(), e.Loading(), e.Waiting(), e.Running())
+		}
+	}
+	return res, rec.Summarize(metrics.SummaryInput{Duration: res.Duration}), engs
+}
+
+// A client timeout cancels a disaggregated request wherever it is: in the
+// prefill engine's step, queued there, or at the decode engine waiting
+// for its KV; every block is freed and every request ends once.
+func TestPDCancelledAtEveryHop(t *testing.T) {
+	one := engCfg()
+	one.MaxNumSeqs = 1
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		n       int
+		want    int64 // timed out
+	}{
+		{"in the prefill step", 30 * time.Millisecond, 1, 1},
+		{"in the prefill step and queued behind it", 40 * time.Millisecond, 2, 2},
+		{"waiting for its KV", 120 * time.Millisecond, 1, 1}, // prefill ends at 50, KV at 150
+		{"none", 400 * time.Millisecond, 2, 0},
+	} {
+		res, _, _ := pdPair(t, one, engCfg(), 50*time.Millisecond, 100*time.Millisecond, tc.timeout, fixed(tc.n, 100, 3))
+		if res.TimedOut != tc.want || res.Completed != int64(tc.n)-tc.want {
+			t.Errorf("%s: %d timed out, %d completed; want %d timed out", tc.name, res.TimedOut, res.Completed, tc.want)
+		}
+	}
+}
+
+// A request the prefill engine refuses fails with its reason (the sidecar
+// returns the prefill's error); one only the decode engine refuses fails
+// after its prefill, and the prefill engine frees the blocks it kept.
+func TestPDRefusals(t *testing.T) {
+	tiny, short := engCfg(), engCfg()
+	tiny.MaxModelLen = 100  // 100 + 1 does not fit
+	short.MaxModelLen = 104 // 100 + 1 fits, 100 + 5 does not
+	for _, tc := range []struct {
+		name     string
+		pre, dec engine.Config
+		steps    int64
+	}{
+		{"at the prefill engine", tiny, engCfg(), 0},
+		{"at the decode engine", engCfg(), short, 1},
+	} {
+		res, sum, _ := pdPair(t, tc.pre, tc.dec, 10*time.Millisecond, 0, 0, fixed(1, 100, 5))
+		if res.Rejected != 1 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Example, "max_model_len") || sum.Failed != 1 {
+			t.Errorf("%s: rejected %d, failures %+v", tc.name, res.Rejected, res.Failures)
+		}
+		if res.Replicas[0].TimedSteps != tc.steps {
+			t.Errorf("%s: the prefill engine ran %d steps, want %d", tc.name, res.Replicas[0].TimedSteps, tc.steps)
+		}
+	}
+}
+
+// A disaggregated request with a free transfer takes exactly one step
+// more than the same request aggregated: the decode engine's recompute of
+// the last prompt token; its output tokens come at the same pace.
+func TestPDIsAggregatedPlusOneStep(t *testing.T) {
+	pr := constPricer{step: 10 * time.Millisecond}
+	rec := newRec(t, true)
+	agg, err := Run(Config{Engine: engCfg(), Pricer: pr}, fixed(1, 1000, 20), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := rec.Summarize(metrics.SummaryInput{Duration: agg.Duration})
+	pd, ps, _ := pdPair(t, engCfg(), engCfg(), 10*time.Millisecond, 0, 0, fixed(1, 1000, 20))
+	if pd.Duration-agg.Duration != 10*time.Millisecond || math.Abs(ps.TTFT.Mean-as.TTFT.Mean-10) > 1e-9 || math.Abs(ps.TPOT.Mean-as.TPOT.Mean) > 1e-9 {
+		t.Fatalf("aggregated %v TTFT %v TPOT %v; disaggregated %v TTFT %v TPOT %v", agg.Duration, as.TTFT.Mean, as.TPOT.Mean, pd.Duration, ps.TTFT.Mean, ps.TPOT.Mean)
 	}
 }
