@@ -2,14 +2,9 @@ package cluster_test
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"testing"
-	"time"
 
-	"blis/catalog"
 	"blis/cluster"
-	"blis/fabric"
 	"blis/metrics"
 	"blis/scenario"
 	"blis/workload"
@@ -58,14 +53,7 @@ func benchPD(b *testing.B, pd bool, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := res.ClientConfig()
-		if pd && !transfersWork() {
-			// This build's fabric.Transfers moves nothing yet: a fixed-rate
-			// stand-in keeps the run's shape (one transfer per request).
-			cfg.Transfers = &fixedRate{bw: cfg.Fabric.NVLink.Bandwidth, lat: cfg.Fabric.NVLink.Latency}
-			b.Log("fabric.Transfers is a placeholder in this build: transfers priced by a fixed-rate stand-in")
-		}
-		out, err := cluster.Run(cfg, src, rec)
+		out, err := cluster.Run(res.ClientConfig(), src, rec)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,54 +67,8 @@ func benchPD(b *testing.B, pd bool, n int) {
 		b.ReportMetric(float64(out.Engine.Steps), "steps")
 		b.ReportMetric(sum.TTFT.Mean, "sim_ttft_mean")
 		b.ReportMetric(sum.TPOT.Mean, "sim_tpot_mean")
+		if pd {
+			b.ReportMetric(float64(out.Pools[1].TransferMean)/1e6, "sim_kv_transfer_ms")
+		}
 	}
-}
-
-// transfersWork reports whether fabric.Transfers completes a transfer.
-func transfersWork() bool {
-	t := fabric.New(scenarioFabric())
-	t.Start(0, 1, fabric.Place{GPUs: 1}, fabric.Place{GPU: 1, GPUs: 1}, 1)
-	return t.Next() != math.MaxInt64
-}
-
-func scenarioFabric() *catalog.Fabric {
-	s := scenario.Defaults()
-	s.Model, s.Hardware = "meta-llama/Llama-3.1-8B", "h100"
-	res, _ := s.Resolve()
-	return res.TransferFabric
-}
-
-// fixedRate moves each transfer at bw after lat, alone on its link.
-type fixedRate struct {
-	bw     float64
-	lat    time.Duration
-	flying []flightT
-}
-
-type flightT struct {
-	at time.Duration
-	id int64
-}
-
-func (f *fixedRate) Start(now time.Duration, id int64, _, _ fabric.Place, bytes int64) {
-	f.flying = append(f.flying, flightT{now + f.lat + time.Duration(float64(bytes)/f.bw*1e9), id})
-}
-
-func (f *fixedRate) Next() time.Duration {
-	t := time.Duration(math.MaxInt64)
-	for _, x := range f.flying {
-		t = min(t, x.at)
-	}
-	return t
-}
-
-func (f *fixedRate) Done(now time.Duration, dst []int64) []int64 {
-	slices.SortStableFunc(f.flying, func(a, b flightT) int { return int(a.at - b.at) })
-	k := 0
-	for k < len(f.flying) && f.flying[k].at <= now {
-		dst = append(dst, f.flying[k].id)
-		k++
-	}
-	f.flying = slices.Delete(f.flying, 0, k)
-	return dst
 }
