@@ -6,7 +6,8 @@
 // vllm/v1/core/sched/scheduler.py Scheduler.schedule / update_from_output,
 // vllm/v1/core/kv_cache_manager.py allocate_slots / get_computed_blocks,
 // vllm/v1/core/block_pool.py), with the FCFS policy and no speculative
-// decoding, KV connector or encoder inputs. Models mixing
+// decoding or encoder inputs; of the KV connectors, the NixlConnector's
+// scheduler side for disaggregated prefill (remote.go). Models mixing
 // full-attention and sliding-window layers use the hybrid KV cache manager
 // (hybrid.go).
 //
