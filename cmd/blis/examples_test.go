@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +18,12 @@ func TestExamplesRun(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			code, out, errOut := runCLI(t, "run", f, "--num-prompts", "24")
+			cut := []string{"--num-prompts", "24"}
+			if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), "\nstages:") && strings.Contains(string(data), "dataset-name: random") {
+				// Staged random load: --num-prompts conflicts with the stages, so cut those.
+				cut = []string{"--stages", "[{rate: 2, duration: 12}]"}
+			}
+			code, out, errOut := runCLI(t, append([]string{"run", f}, cut...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
