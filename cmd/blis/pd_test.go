@@ -32,7 +32,8 @@ func TestRunPDReportsTransfers(t *testing.T) {
 	}
 	var res struct {
 		Deployment struct {
-			Pools []struct {
+			Fabric string `json:"fabric"`
+			Pools  []struct {
 				Role      string  `json:"role"`
 				Prefilled int64   `json:"requests_prefilled"`
 				Decoded   int64   `json:"requests_decoded"`
@@ -45,6 +46,9 @@ func TestRunPDReportsTransfers(t *testing.T) {
 	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
+	}
+	if res.Deployment.Fabric != "h100-default" {
+		t.Errorf("fabric %q, want the chip's own h100-default", res.Deployment.Fabric)
 	}
 	p := res.Deployment.Pools
 	// 2000 tokens in 16-token blocks, 128 KiB of KV per token.

@@ -447,6 +447,7 @@ type deployment struct {
 	// A cluster (more than one endpoint, or a router asked for): the
 	// router, the pools and each replica's share.
 	Router   string          `json:"router,omitempty"`
+	Fabric   string          `json:"fabric,omitempty"` // the KV transfers' network, for a run with a prefill pool
 	Pools    []poolJSON      `json:"pools,omitempty"`
 	Replicas []replicaResult `json:"replica_results,omitempty"`
 }
@@ -460,6 +461,7 @@ type poolJSON struct {
 	DataParallelSize   int    `json:"data_parallel_size"`
 	MaxNumSeqs         int    `json:"max_num_seqs"`
 	NumGPUBlocks       int    `json:"num_gpu_blocks"`
+	KVTransferConfig   string `json:"kv_transfer_config,omitempty"` // --kv-transfer-config as given
 	// Disaggregation: timed requests prefilled and decoded (after a KV
 	// transfer) by the pool's replicas, the KV bytes they sent and
 	// received, and the transfers into the pool (count, mean, p99).
@@ -496,12 +498,16 @@ func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
 		return
 	}
 	d.Router = r.RouterName()
+	if hasPrefillPool(r) && r.TransferFabric != nil {
+		d.Fabric = r.TransferFabric.Name
+	}
 	blocks := map[string]int{}
 	for i, p := range r.Pools {
 		pj := poolJSON{
 			Name: p.Spec.Name, Role: p.Spec.Role, Replicas: p.Spec.Replicas, Hardware: p.Chip.Name,
 			TensorParallelSize: p.Deployment.TP, DataParallelSize: max(p.Deployment.DP, 1),
 			MaxNumSeqs: p.Engine.MaxNumSeqs, NumGPUBlocks: p.Memory.NumBlocks,
+			KVTransferConfig: p.Scenario.KVTransferConfig,
 		}
 		if i < len(out.Pools) {
 			op := out.Pools[i]
@@ -641,6 +647,20 @@ func printCluster(w io.Writer, r *scenario.Resolved, prefix string) {
 			p.Spec.Name, p.Spec.Role, p.Spec.Replicas, strings.ToUpper(p.Chip.Name), p.Deployment.TP, max(p.Deployment.DP, 1),
 			p.Engine.MaxNumSeqs, commas(p.Memory.KVTokens*max(p.Deployment.DP, 1)))
 	}
+	if f := r.TransferFabric; f != nil && hasPrefillPool(r) {
+		fmt.Fprintf(w, "%s  KV transfers over fabric %s: %d GPUs per node, %s %.0f GB/s per GPU inside a node, %s %.1f GB/s per NIC between nodes\n", prefix,
+			f.Name, f.GPUsPerNode, f.NVLink.Kind, f.NVLink.Bandwidth/1e9, f.Network.Kind, f.Network.Bandwidth/1e9)
+	}
+}
+
+// hasPrefillPool reports whether the run disaggregates prefill.
+func hasPrefillPool(r *scenario.Resolved) bool {
+	for _, p := range r.Pools {
+		if p.Spec.Role == "prefill" {
+			return true
+		}
+	}
+	return false
 }
 
 func printPlan(w io.Writer, r *scenario.Resolved) error {
