@@ -137,6 +137,7 @@ type Engine struct {
 	// registering the blocks in the prefix cache (delayCache, vLLM's
 	// delay_cache_blocks) while a remote prefill's blocks are allocated.
 	loading    []*Request
+	arrived    ring // remote prefills whose KV arrived, scheduled before waiting
 	reserved   []*Request
 	kept       int
 	delayCache bool
@@ -175,7 +176,7 @@ func (e *Engine) Stats() Stats {
 // Waiting and Running are the queue lengths. Waiting counts requests
 // waiting for remote KV, as vLLM's waiting queue (and
 // vllm:num_requests_waiting) holds them.
-func (e *Engine) Waiting() int { return e.waiting.len() + len(e.loading) }
+func (e *Engine) Waiting() int { return e.waiting.len() + e.arrived.len() + len(e.loading) }
 func (e *Engine) Running() int { return len(e.running) }
 
 // FreeBlocks is the number of blocks in the free queue (cached-but-free
@@ -192,7 +193,9 @@ func (e *Engine) HeldBlocks() int { return e.pool.usable() - e.pool.free }
 func (e *Engine) Busy() bool { return e.inStep }
 
 // HasWork reports whether a Schedule call could form a batch.
-func (e *Engine) HasWork() bool { return len(e.running) > 0 || e.waiting.len() > 0 }
+func (e *Engine) HasWork() bool {
+	return len(e.running) > 0 || e.waiting.len() > 0 || e.arrived.len() > 0
+}
 
 func cdiv(a, b int) int { return (a + b - 1) / b }
 
@@ -312,11 +315,19 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	cutoff, gated := time.Duration(0), false
 	if e.cfg.AsyncScheduling && e.stepped && now == e.lastEnd {
 		cutoff = e.lastStart
-		gated = len(e.running) > 0 || (e.waiting.len() > 0 && e.waiting.peek().Arrived <= cutoff)
+		gated = len(e.running) > 0 || e.arrived.len() > 0 || (e.waiting.len() > 0 && e.waiting.peek().Arrived <= cutoff)
 	}
 	if !preempted {
-		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
-			r := e.waiting.peek()
+		for budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+			// Requests whose remote KV arrived go first (remote.go).
+			q := &e.arrived
+			if q.len() == 0 {
+				q = &e.waiting
+			}
+			if q.len() == 0 {
+				break
+			}
+			r := q.peek()
 			if gated && r.Arrived > cutoff {
 				break // waiting is in arrival order (preempted requests, older, go first)
 			}
@@ -324,7 +335,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				if !e.reserveRemote(r, now) {
 					break
 				}
-				e.waiting.popFront()
+				q.popFront()
 				continue
 			}
 			hits := e.hitBuf[:0]
@@ -350,7 +361,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			if !e.allocateSlots(r, n, hits, hitBlocks) {
 				break
 			}
-			e.waiting.popFront()
+			q.popFront()
 			if !r.scheduledOnce {
 				r.scheduledOnce = true
 				r.FirstScheduled = now
@@ -551,6 +562,7 @@ func (e *Engine) removeAborted(r *Request) {
 		}
 	} else {
 		e.waiting.remove(r)
+		e.arrived.remove(r)
 	}
 	e.freeBlocks(r)
 	r.Status = StatusAborted

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -36,6 +37,17 @@ import (
 // AddRemote admits a request whose prompt's KV will be read from a prefill
 // engine (kv_transfer_params do_remote_prefill), as Add does otherwise.
 func (e *Engine) AddRemote(r *Request, now time.Duration) bool {
+	// The prompt's blocks are allocated all at once in every KV cache group
+	// (a sliding window frees the ones it leaves only once the request
+	// runs), so a pool they cannot fit would hold the request for ever.
+	groups := 1
+	if e.hybrid {
+		groups = len(e.hy.windows)
+	}
+	if need := cdiv(r.PromptLen, e.cfg.BlockSize) * groups; r.PromptLen >= 1 && need > e.pool.usable() {
+		r.Arrived = now
+		return e.reject(r, fmt.Sprintf("kv_capacity: the prompt's KV from the prefill engine needs %d KV blocks at once, the pool has %d", need, e.pool.usable()))
+	}
 	if !e.Add(r, now) {
 		return false
 	}
@@ -91,8 +103,8 @@ func (e *Engine) TakeReserved(dst []*Request) []*Request {
 }
 
 // RemoteKVDone: r's prompt KV has arrived (the worker reported it in
-// finished_recving). r becomes schedulable at the head of the waiting
-// queue with its prompt, less the last token, computed.
+// finished_recving). r becomes schedulable, ahead of the waiting queue,
+// with its prompt, less the last token, computed.
 func (e *Engine) RemoteKVDone(r *Request) {
 	if r.Status != StatusWaitingForRemoteKVs {
 		return // aborted meanwhile
@@ -113,7 +125,7 @@ func (e *Engine) RemoteKVDone(r *Request) {
 	r.NumComputed = c
 	r.Status = StatusWaiting
 	e.stats.RemoteKVLoads++
-	e.waiting.pushFront(r)
+	e.arrived.pushBack(r)
 }
 
 func (e *Engine) dropLoading(r *Request) {

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"blis/kernel"
+	"blis/workload"
 )
 
 // TestRemotePrefillPath runs one disaggregated request through a prefill
@@ -90,5 +92,133 @@ func TestRemotePrefillWaitsForBlocks(t *testing.T) {
 	d.RemoteKVDone(r) // the transfer's late completion changes nothing
 	if d.Waiting() != 0 {
 		t.Fatalf("an aborted request came back")
+	}
+}
+
+// TestRemotePrefillRandomisedInvariants runs random requests through a
+// prefill engine and a decode engine as the cluster loop does — the
+// prefill copy keeps its blocks, the decode engine allocates the prompt's
+// blocks, the KV arrives after a random delay, then the prefill copy's
+// blocks are freed — and checks both engines' blocks against every
+// request's references after every step, that no request is scheduled on
+// the decode engine before its KV arrived, and that nothing leaks.
+func TestRemotePrefillRandomisedInvariants(t *testing.T) {
+	for trial := 0; trial < 80; trial++ {
+		rng := rand.New(rand.NewPCG(uint64(trial), 13))
+		bs := []int{1, 4, 16}[rng.IntN(3)]
+		mk := func() Config {
+			c := Config{
+				MaxNumSeqs: 1 + rng.IntN(16), MaxNumBatchedTokens: 16 + rng.IntN(256), EnableChunkedPrefill: true,
+				EnablePrefixCaching: rng.IntN(4) != 0, BlockSize: bs, NumGPUBlocks: 2 + rng.IntN(400/bs+8),
+				MaxModelLen: 512, AsyncScheduling: rng.IntN(3) == 0,
+			}
+			if trial%2 == 1 {
+				kinds := []string{"s", "sf", "fs"}[trial/2%3]
+				c.KVCache = layout(1+trial%40, kinds)
+				c.NumGPUBlocks *= len(kinds)
+			}
+			return c
+		}
+		p, err := New(mk())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := New(mk())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 20 + rng.IntN(40)
+		pres, decs := make([]*Request, n), make([]*Request, n)
+		for i := range pres {
+			segs := []workload.Segment{}
+			if rng.IntN(2) == 0 {
+				segs = append(segs, seg(uint64(1+rng.IntN(3)), 1+rng.IntN(100)))
+			}
+			segs = append(segs, seg(uint64(1000+i), 1+rng.IntN(150)))
+			decs[i] = req(int64(i), 1+rng.IntN(40), segs...)
+			pres[i] = &Request{ID: int64(i), Prompt: segs, PromptLen: decs[i].PromptLen, MaxTokens: 1, OutputID: decs[i].OutputID, KeepKV: true}
+		}
+		type arrival struct {
+			at time.Duration
+			i  int
+		}
+		var flying []arrival
+		arrived := map[int64]bool{}
+		ended := map[int64]int{}
+		var now time.Duration
+		next := 0
+		for steps := 0; ; steps++ {
+			if steps > 100000 {
+				for i := 0; i < d.waiting.len(); i++ {
+					r := d.waiting.buf[(d.waiting.head+i)%len(d.waiting.buf)]
+					t.Logf("waiting %d: id %d status %v remote %d computed %d prompt %d blocks %d max %d", i, r.ID, r.Status, r.remote, r.NumComputed, r.PromptLen, len(r.kv.blocks), r.MaxTokens)
+				}
+				t.Logf("cfg %+v", d.cfg)
+				t.Fatalf("trial %d: no progress: prefill waiting %d running %d held %d kept %d free %d; decode waiting %d running %d loading %d held %d free %d usable %d; flying %d next %d/%d", trial, p.Waiting(), p.Running(), p.HeldBlocks(), p.Kept(), p.FreeBlocks(), d.Waiting(), d.Running(), d.Loading(), d.HeldBlocks(), d.FreeBlocks(), d.UsableBlocks(), len(flying), next, n)
+			}
+			for k := rng.IntN(3); k > 0 && next < n; k-- {
+				if !p.Add(pres[next], now) {
+					ended[int64(next)]++
+				}
+				next++
+			}
+			// KV arrivals due now: the decode engine may schedule them, the
+			// prefill engine frees the kept blocks.
+			kept := flying[:0]
+			for _, a := range flying {
+				if a.at <= now {
+					d.RemoteKVDone(decs[a.i])
+					p.ReleaseKV(pres[a.i])
+					arrived[int64(a.i)] = true
+				} else {
+					kept = append(kept, a)
+				}
+			}
+			flying = kept
+			var b kernel.Batch
+			progressed := false
+			if p.HasWork() && p.Schedule(now, &b) > 0 {
+				progressed = true
+				for _, s := range p.Complete(now + time.Millisecond) {
+					if s.Done && !d.AddRemote(decs[s.Req.ID], now+time.Millisecond) {
+						p.ReleaseKV(s.Req)
+						ended[s.Req.ID]++
+					}
+				}
+			}
+			if d.HasWork() {
+				rows := d.Schedule(now, &b)
+				for _, r := range d.TakeReserved(nil) {
+					flying = append(flying, arrival{now + time.Duration(rng.IntN(4))*time.Millisecond, int(r.ID)})
+				}
+				if rows > 0 {
+					progressed = true
+					for _, r := range d.scheduled {
+						if !arrived[r.ID] {
+							t.Fatalf("trial %d: request %d scheduled on the decode engine before its KV arrived", trial, r.ID)
+						}
+					}
+					for _, s := range d.Complete(now + time.Millisecond) {
+						if s.Done {
+							ended[s.Req.ID]++
+						}
+					}
+				}
+			}
+			checkBlocks(t, p, pres)
+			checkBlocks(t, d, decs)
+			if !progressed && len(flying) == 0 && next == n && !p.HasWork() && !d.HasWork() {
+				break
+			}
+			now += time.Millisecond
+		}
+		for i := range decs {
+			if ended[int64(i)] != 1 {
+				t.Fatalf("trial %d: request %d ended %d times (status %v/%v)", trial, i, ended[int64(i)], pres[i].Status, decs[i].Status)
+			}
+		}
+		if p.HeldBlocks() != 0 || d.HeldBlocks() != 0 || p.Kept() != 0 || d.Loading() != 0 {
+			t.Fatalf("trial %d: leaked: prefill %d held %d kept; decode %d held %d loading", trial, p.HeldBlocks(), p.Kept(), d.HeldBlocks(), d.Loading())
+		}
 	}
 }
