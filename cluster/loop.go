@@ -556,15 +556,17 @@ func (l *loop) scrape() {
 // decisions on the KV events those steps make can give endpoints more
 // work, which is scheduled in the same instant.
 func (l *loop) startSteps() error {
+	// An engine with work that can form no batch may be waiting on
+	// another's step (a decode engine freeing the blocks a prefill engine
+	// keeps for it): judge a stall once every ready endpoint had its turn.
+	stuck := false
 	for len(l.ready) > 0 {
 		for i := 0; i < len(l.ready); i++ {
 			ep := int(l.ready[i])
 			e := &l.eps[ep]
 			e.ready = false
 			if e.batches != nil {
-				if err := l.startGroupStep(ep); err != nil {
-					return err
-				}
+				stuck = l.startGroupStep(ep) || stuck
 				continue
 			}
 			for k, eng := range e.engs {
@@ -574,9 +576,7 @@ func (l *loop) startSteps() error {
 				rows := eng.Schedule(l.now, &l.batch)
 				l.startTransfers(eng)
 				if rows == 0 {
-					if err := l.stalled(); err != nil {
-						return err
-					}
+					stuck = true
 					continue
 				}
 				l.stepStarted(ep, rows, e.pricer.StepTime(&l.batch), e.first+k)
@@ -587,16 +587,20 @@ func (l *loop) startSteps() error {
 			l.routerStep()
 		}
 	}
+	if stuck {
+		return l.stalled()
+	}
 	return nil
 }
 
 // startGroupStep schedules every rank of endpoint ep's lockstep DP group at
 // once; ranks with nothing to schedule run the dummy batch
-// kernel.GroupStepTime prices.
-func (l *loop) startGroupStep(ep int) error {
+// kernel.GroupStepTime prices. It reports a group with work that formed
+// no batch.
+func (l *loop) startGroupStep(ep int) (stuck bool) {
 	e := &l.eps[ep]
 	if anyBusy(e.engs) || !anyWork(e.engs) {
-		return nil
+		return false
 	}
 	rows := 0
 	for i, eng := range e.engs {
@@ -607,10 +611,10 @@ func (l *loop) startGroupStep(ep int) error {
 		}
 	}
 	if rows == 0 {
-		return l.stalled()
+		return true
 	}
 	l.stepStarted(ep, rows, kernel.GroupStepTime(e.pricer, e.batches), -1-ep)
-	return nil
+	return false
 }
 
 // stalled reports a deadlock: work no engine can schedule, and nothing

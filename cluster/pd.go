@@ -221,7 +221,7 @@ func (l *loop) transfersDone() {
 			pi := l.eps[st.ep].poolIdx
 			l.xferTimes[pi] = append(l.xferTimes[pi], l.now-st.xferStarted)
 		}
-		l.engs[st.rank].RemoteKVDone(st.req)
+		l.engs[st.rank].RemoteKVDone(st.req, l.now)
 		st.phase = phaseServing
 		l.mark(int(st.ep))
 		l.engs[st.prank].ReleaseKV(st.pre)

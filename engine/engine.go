@@ -204,7 +204,7 @@ func cdiv(a, b int) int { return (a + b - 1) / b }
 // --max-model-len, and a request needing more KV blocks than the whole pool
 // could only livelock (vLLM refuses such a max-model-len at start-up).
 func (e *Engine) Add(r *Request, now time.Duration) bool {
-	r.Arrived = now
+	r.Arrived, r.readyAt = now, now
 	if why := e.Refusal(r.PromptLen, r.MaxTokens); why != "" {
 		return e.reject(r, why)
 	}
@@ -315,9 +315,16 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	cutoff, gated := time.Duration(0), false
 	if e.cfg.AsyncScheduling && e.stepped && now == e.lastEnd {
 		cutoff = e.lastStart
-		gated = len(e.running) > 0 || e.arrived.len() > 0 || (e.waiting.len() > 0 && e.waiting.peek().Arrived <= cutoff)
+		head := e.waiting.len() > 0 && e.waiting.peek().readyAt <= cutoff
+		if e.arrived.len() > 0 {
+			head = e.arrived.peek().readyAt <= cutoff
+		}
+		gated = len(e.running) > 0 || head
 	}
-	if !preempted {
+	// vLLM admits no waiting request in a step that preempted. One that
+	// preempted every running request and scheduled nothing is followed at
+	// once by the engine core's next step, which does: BLIS runs it here.
+	if !preempted || len(e.scheduled) == 0 {
 		for budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 			// Requests whose remote KV arrived go first (remote.go).
 			q := &e.arrived
@@ -328,7 +335,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				break
 			}
 			r := q.peek()
-			if gated && r.Arrived > cutoff {
+			if gated && r.readyAt > cutoff {
 				break // waiting is in arrival order (preempted requests, older, go first)
 			}
 			if r.remote == remotePending {

@@ -105,7 +105,7 @@ func (e *Engine) TakeReserved(dst []*Request) []*Request {
 // RemoteKVDone: r's prompt KV has arrived (the worker reported it in
 // finished_recving). r becomes schedulable, ahead of the waiting queue,
 // with its prompt, less the last token, computed.
-func (e *Engine) RemoteKVDone(r *Request) {
+func (e *Engine) RemoteKVDone(r *Request, now time.Duration) {
 	if r.Status != StatusWaitingForRemoteKVs {
 		return // aborted meanwhile
 	}
@@ -124,6 +124,7 @@ func (e *Engine) RemoteKVDone(r *Request) {
 	}
 	r.NumComputed = c
 	r.Status = StatusWaiting
+	r.readyAt = now
 	e.stats.RemoteKVLoads++
 	e.arrived.pushBack(r)
 }

@@ -42,7 +42,7 @@ func TestRemotePrefillPath(t *testing.T) {
 	if d.HasWork() || d.Waiting() != 1 {
 		t.Fatalf("a request waiting for KV is waiting but not schedulable: HasWork %v Waiting %d", d.HasWork(), d.Waiting())
 	}
-	d.RemoteKVDone(r)
+	d.RemoteKVDone(r, now)
 	p.ReleaseKV(pre)
 	if p.HeldBlocks() != 0 || p.Kept() != 0 {
 		t.Fatalf("prefill blocks not freed: %d", p.HeldBlocks())
@@ -89,7 +89,7 @@ func TestRemotePrefillWaitsForBlocks(t *testing.T) {
 	if !d.Abort(r) || d.HeldBlocks() != held-2 || d.Loading() != 0 {
 		t.Fatalf("abort while loading: held %d → %d, loading %d", held, d.HeldBlocks(), d.Loading())
 	}
-	d.RemoteKVDone(r) // the transfer's late completion changes nothing
+	d.RemoteKVDone(r, now) // the transfer's late completion changes nothing
 	if d.Waiting() != 0 {
 		t.Fatalf("an aborted request came back")
 	}
@@ -167,7 +167,7 @@ func TestRemotePrefillRandomisedInvariants(t *testing.T) {
 			kept := flying[:0]
 			for _, a := range flying {
 				if a.at <= now {
-					d.RemoteKVDone(decs[a.i])
+					d.RemoteKVDone(decs[a.i], now)
 					p.ReleaseKV(pres[a.i])
 					arrived[int64(a.i)] = true
 				} else {

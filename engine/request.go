@@ -69,15 +69,18 @@ type Request struct {
 	TransferBlocks int
 
 	scheduledOnce bool
-	remote        uint8    // remoteNone, remotePending (blocks not allocated yet), remoteLoading (KV in flight)
-	kvKept        bool     // finished with KeepKV: its blocks are held until ReleaseKV
-	abortPending  bool     // Abort arrived while r was in the step in flight
-	kv            reqGroup // KV blocks in the first (for a plain model, only) KV cache group
-	hashes        []uint64 // chained hashes of the request's full blocks so far
-	cur           segCursor
-	stepTokens    int        // tokens scheduled in the current step
-	stepContext   int        // NumComputed before the current step
-	kvMore        []reqGroup // the other KV cache groups of a hybrid model
+	remote        uint8 // remoteNone, remotePending (blocks not allocated yet), remoteLoading (KV in flight)
+	kvKept        bool  // finished with KeepKV: its blocks are held until ReleaseKV
+	// readyAt is when r last became schedulable: its arrival, or its
+	// remote KV's (async scheduling admits by it).
+	readyAt      time.Duration
+	abortPending bool     // Abort arrived while r was in the step in flight
+	kv           reqGroup // KV blocks in the first (for a plain model, only) KV cache group
+	hashes       []uint64 // chained hashes of the request's full blocks so far
+	cur          segCursor
+	stepTokens   int        // tokens scheduled in the current step
+	stepContext  int        // NumComputed before the current step
+	kvMore       []reqGroup // the other KV cache groups of a hybrid model
 }
 
 // A remote-prefill request's state on the decode engine.
