@@ -209,6 +209,9 @@ func (r *Resolved) resolvePD() error {
 	if r.TransferFabric == nil {
 		r.TransferFabric = catalog.DefaultFabric(r.Chip)
 	}
+	if prefill && s.Router != "" {
+		note("INFO --router " + s.Router + " never disaggregates: a request it sends to a prefill replica is served there whole (llm-d's P/D routers are configs: leave --router out for pd-epp-config, or give --router-config)")
+	}
 	if prefill && s.Router == "" && s.RouterConfig == "" {
 		cfg, err := loadPDRouter()
 		if err != nil {
