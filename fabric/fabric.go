@@ -114,7 +114,6 @@ func (t *Transfers) Start(now time.Duration, id int64, src, dst Place, bytes int
 	s, r := max(src.GPUs, 1), max(dst.GPUs, 1)
 	n := max(s, r)
 	xi := t.newXfer(id)
-	x := &t.xfers[xi]
 	kind := kindNVLink
 	if t.f.NVLink.Bandwidth <= 0 {
 		kind = kindPCIe
@@ -131,7 +130,7 @@ func (t *Transfers) Start(now time.Duration, id int64, src, dst Place, bytes int
 		}
 		t.addFlow(xi, sn, sg, rn, rg, per)
 	}
-	x = &t.xfers[xi]
+	x := &t.xfers[xi] // addFlow may have grown t.xfers
 	x.kind = int8(kind)
 	if x.flows == 0 {
 		t.done.push(done{at: now + t.lat[kind], id: id})
