@@ -22,8 +22,7 @@ func (h *singleHandler) schedule(c *cycle) (int, int) { return c.runProfile(h.p)
 // when its profile exists and the encode decider says so, then the prefill
 // stage when its profile exists and the prefill decider says so. The
 // decode endpoint is the primary target; the prefill endpoint goes in
-// Assignment.Prefill (the cluster loop ignores it until P/D
-// disaggregation is simulated). BLIS has no encoders: an encode stage is
+// Assignment.Prefill, where the cluster loop runs the prefill. BLIS has no encoders: an encode stage is
 // decided but its result is not used.
 type disaggHandler struct {
 	decode, prefill, encode *profile

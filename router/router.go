@@ -68,8 +68,9 @@ type Assignment struct {
 	Req      *Request
 	Endpoint int // index into the endpoints given to Start; −1 when rejected
 	// Prefill is the endpoint chosen to run the prefill of a
-	// disaggregated request, −1 when the request is not disaggregated
-	// (P/D arrives with the disaggregation issue; always −1 until then).
+	// disaggregated request (the cluster loop runs it there with one output
+	// token, moves its KV to Endpoint over the fabric, and decodes on
+	// Endpoint), −1 when the request is not disaggregated.
 	Prefill  int
 	Rejected bool
 	Reason   string // why rejected (shed by an admitter, flow-control timeout, no endpoint)

@@ -734,16 +734,16 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 	d, p := ex.Explain(&dec), ex.Explain(&pre)
 	fmt.Fprintf(w, "Step price per operator, ms (decode: %d rows at %s-token context; prefill: one %s-token prompt%s):\n",
 		n, commas(ctx), commas(s), group)
-	fmt.Fprintf(w, "  %-30s %7s %-8s %9s %9s\n", "operator", "layers", "resource", "decode", "prefill")
+	fmt.Fprintf(w, "  %-42s %7s %-8s %9s %9s\n", "operator", "layers", "resource", "decode", "prefill")
 	for i := range d {
-		fmt.Fprintf(w, "  %-30s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
+		fmt.Fprintf(w, "  %-42s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
 	}
 	bd, bp := r.Pricer.StepTime(&dec), r.Pricer.StepTime(&pre)
 	if bd.Launch > 0 || bp.Launch > 0 {
-		fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "launch gaps (no full CUDA graph)", "", "launch", ms(bd.Launch), ms(bp.Launch))
+		fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "launch gaps (no full CUDA graph)", "", "launch", ms(bd.Launch), ms(bp.Launch))
 	}
-	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "host (CPU side of the step)", "", "host", ms(bd.Host), ms(bp.Host))
-	fmt.Fprintf(w, "  %-30s %7s %-8s %9.3f %9.3f\n", "step total", "", "", ms(bd.Total), ms(bp.Total))
+	fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "host (CPU side of the step)", "", "host", ms(bd.Host), ms(bp.Host))
+	fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "step total", "", "", ms(bd.Total), ms(bp.Total))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
