@@ -617,7 +617,7 @@ func printStartup(w io.Writer, r *scenario.Resolved) {
 		layout = fmt.Sprintf("DP%d × TP%d", d.DP, d.TP)
 	}
 	fmt.Fprintf(w, "INFO blis %s: %s on %d× %s (%s), step model %s\n", buildVersion(), r.Model.ID,
-		d.TP*max(d.DP, 1), strings.ToUpper(r.Chip.Name), layout, r.Pricer.Name())
+		d.TP*max(d.DP, 1)*max(d.PP, 1), strings.ToUpper(r.Chip.Name), layout, r.Pricer.Name())
 	// With DP every engine core logs its own pool; they are all this size.
 	ranks := 1
 	if d.DP > 1 {
