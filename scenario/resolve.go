@@ -214,7 +214,7 @@ func (s Scenario) resolveServe(r *Resolved) error {
 			// overlaps steps.
 			async = false
 			r.Deployment.AsyncScheduling = false
-			r.Notes = append(r.Notes, "--pipeline-parallel-size > 1: async scheduling off (vLLM runs the batch queue instead)")
+			r.Notes = append(r.Notes, fmt.Sprintf("INFO --pipeline-parallel-size %d: async scheduling off, as vLLM has it with pipeline parallelism (its batch queue overlaps the steps)", pp))
 		}
 	}
 	if s.All2AllBackend != "" && !slices.Contains(kernel.All2AllBackends(), s.All2AllBackend) {

@@ -417,6 +417,7 @@ type deployment struct {
 	Hardware                  string  `json:"hardware"`
 	TensorParallelSize        int     `json:"tensor_parallel_size"`
 	DataParallelSize          int     `json:"data_parallel_size"`
+	PipelineParallelSize      int     `json:"pipeline_parallel_size,omitempty"` // absent: 1
 	MaxNumSeqs                int     `json:"max_num_seqs"`
 	MaxNumBatchedTokens       int     `json:"max_num_batched_tokens"`
 	MaxModelLen               int     `json:"max_model_len"`
@@ -443,7 +444,11 @@ type deployment struct {
 	StepCommShare             float64 `json:"step_comm_share"`
 	StepLaunchShare           float64 `json:"step_launch_share"`
 	StepHostShare             float64 `json:"step_host_share"`
-	Rejected                  int64   `json:"rejected"`
+	// PipelineBubbleShare is, with --pipeline-parallel-size > 1, the part
+	// of the steps' time (each batch's, entry to exit of the pipeline)
+	// spent waiting for a stage busy with an earlier batch.
+	PipelineBubbleShare float64 `json:"pipeline_bubble_share,omitempty"`
+	Rejected            int64   `json:"rejected"`
 	// A cluster (more than one endpoint, or a router asked for): the
 	// router, the pools and each replica's share.
 	Router   string          `json:"router,omitempty"`
@@ -580,8 +585,8 @@ func centre(s string, width int) string {
 func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 	d := deployment{
 		Model: r.Model.ID, Hardware: r.Chip.Name, TensorParallelSize: r.Deployment.TP,
-		DataParallelSize: max(r.Deployment.DP, 1),
-		MaxNumSeqs:       r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
+		DataParallelSize: max(r.Deployment.DP, 1), PipelineParallelSize: ppField(r.Deployment.PP),
+		MaxNumSeqs: r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
 		MaxModelLen: r.Engine.MaxModelLen, BlockSize: r.Engine.BlockSize,
 		GPUMemoryUtilization: r.Deployment.GPUMemoryUtilization, KVCacheDtype: r.Deployment.KVCacheDtype,
 		Quantization: r.Deployment.Quantization, EnablePrefixCaching: r.Engine.EnablePrefixCaching,
@@ -601,6 +606,7 @@ func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 		d.StepCommShare = float64(out.StepTime.Comm) / tot
 		d.StepLaunchShare = float64(out.StepTime.Launch) / tot
 		d.StepHostShare = float64(out.StepTime.Host) / tot
+		d.PipelineBubbleShare = float64(out.PipelineBubble) / tot
 	}
 	return d
 }
@@ -615,6 +621,9 @@ func printStartup(w io.Writer, r *scenario.Resolved) {
 	layout := fmt.Sprintf("TP%d", d.TP)
 	if d.DP > 1 {
 		layout = fmt.Sprintf("DP%d × TP%d", d.DP, d.TP)
+	}
+	if d.PP > 1 {
+		layout = fmt.Sprintf("PP%d × TP%d", d.PP, d.TP)
 	}
 	fmt.Fprintf(w, "INFO blis %s: %s on %d× %s (%s), step model %s\n", buildVersion(), r.Model.ID,
 		d.TP*max(d.DP, 1)*max(d.PP, 1), strings.ToUpper(r.Chip.Name), layout, r.Pricer.Name())
@@ -761,4 +770,13 @@ func commas(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// ppField is --pipeline-parallel-size for the result file: 0 (left out)
+// without pipeline parallelism.
+func ppField(pp int) int {
+	if pp > 1 {
+		return pp
+	}
+	return 0
 }
