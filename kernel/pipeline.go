@@ -178,18 +178,23 @@ func (p *Pipeline) Name() string { return p.Stages[0].Name() }
 
 // StageTimes fills dst (grown as needed) with each stage's time for b,
 // the send to the next stage included, and returns it. Stages before the
-// last sample nothing: their batch has no sampled rows.
+// last sample nothing: their batch has no sampled rows. b is left as it
+// was given.
 func (p *Pipeline) StageTimes(b *Batch, dst []Breakdown) []Breakdown {
 	dst = dst[:0]
-	inner := *b
-	inner.Sampled = 0
+	// b itself, its Sampled zeroed for the stages before the last and put
+	// back: a copy would escape to the heap through the Pricer interface.
+	sampled := b.Sampled
+	defer func() { b.Sampled = sampled }()
 	T := float64(b.Tokens())
 	for i, st := range p.Stages {
 		var bd Breakdown
+		b.Sampled = 0
 		if i == len(p.Stages)-1 {
+			b.Sampled = sampled
 			bd = st.StepTime(b)
 		} else {
-			bd = st.StepTime(&inner)
+			bd = st.StepTime(b)
 			if T > 0 && i < len(p.sendFixed) {
 				send := seconds(p.sendFixed[i] + T*p.sendPerToken[i])
 				bd.Comm += send

@@ -198,3 +198,22 @@ func TestFittedStagesWalkTheGraph(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPipelineStageTimes prices a decode step stage by stage (four
+// stages of Llama-3.1-70B, fitted pricer); it allocates nothing.
+//
+//	go test ./kernel -run '^$' -bench PipelineStageTimes -benchmem
+func BenchmarkPipelineStageTimes(b *testing.B) {
+	d := deploy(b, "llama-3.1-70b", "h100", 2)
+	d.PP = 4
+	pl, err := NewPipeline(d, NewFitted)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bt := Batch{NumDecode: 256, DecodeTokens: 256, DecodeContext: 256 * 1500, Sampled: 256}
+	buf := pl.StageTimes(&bt, nil)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = pl.StageTimes(&bt, buf)
+	}
+}
