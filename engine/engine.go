@@ -13,7 +13,9 @@
 //
 // Like etcd's raft, the engine owns no clock and no goroutines: the caller
 // adds requests, asks for the next step's batch (Schedule), prices it, and
-// reports the step's end (Complete). Time is only passed in.
+// reports the step's end (Complete). Time is only passed in. With a batch
+// queue (Config.MaxConcurrentBatches, pipeline parallelism) it may ask for
+// more batches before the first ends; they end in order.
 package engine
 
 import (
@@ -78,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): at most %d, the block ids are 32-bit", c.NumGPUBlocks, math.MaxInt32)
 	case c.NumGPUBlocks < 2:
 		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): need at least 2, one is vLLM's null block", c.NumGPUBlocks)
+	case c.MaxConcurrentBatches < 0:
+		return fmt.Errorf("%d batches in flight (--pipeline-parallel-size): must be ≥ 1", c.MaxConcurrentBatches)
 	case c.MaxModelLen < 2:
 		return fmt.Errorf("--max-model-len %d: must be ≥ 2", c.MaxModelLen)
 	case !c.EnableChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen:

@@ -202,7 +202,7 @@ func (s Scenario) resolveServe(r *Resolved) error {
 	async := s.AsyncScheduling
 	if pp := s.PipelineParallelSize; pp > 1 {
 		if s.DataParallelSize > 1 {
-			return bad("pipeline-parallel-size", fmt.Sprint(pp), "1 with --data-parallel-size > 1: BLIS does not model pipeline stages inside data-parallel ranks")
+			return bad("pipeline-parallel-size", fmt.Sprint(pp), "must be 1 when --data-parallel-size > 1: BLIS does not model pipeline stages inside data-parallel ranks")
 		}
 		if pp > r.Model.NumLayers {
 			return bad("pipeline-parallel-size", fmt.Sprint(pp), fmt.Sprintf("at most the %d decoder layers of %s", r.Model.NumLayers, r.Model.ID))
