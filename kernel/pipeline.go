@@ -135,11 +135,13 @@ type Pipeline struct {
 
 // NewPipeline builds one pricer per stage of d with build (NewRoofline or
 // NewFitted), each seeing only its stage's layers, and prices the sends
-// between stages: each TP rank sends its 1/TP of the hidden states and the
-// residual (2 × hidden × dtype bytes per token) to the same rank of the
-// next stage, over NVLink, or over the inter-node network (the fabric's,
-// when d names one) when the two ranks sit on different nodes, plus the
-// link's latency.
+// between stages as vLLM's send_tensor_dict / recv_tensor_dict with
+// all_gather_group = the TP group do them: each TP rank sends its 1/TP of
+// the hidden states and the residual (2 × hidden × dtype bytes per token)
+// to the same rank of the next stage, over NVLink, or over the inter-node
+// network (the fabric's, when d names one) when the two ranks sit on
+// different nodes, plus the link's latency; the next stage then
+// all-gathers the slices over its TP group.
 func NewPipeline(d Deployment, build func(Deployment) (Pricer, error)) (*Pipeline, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
@@ -169,6 +171,18 @@ func NewPipeline(d Deployment, build func(Deployment) (Pricer, error)) (*Pipelin
 			}
 		}
 		p.sendFixed[i], p.sendPerToken[i] = lat, perRank/bw
+		if d.TP > 1 {
+			// The receiving stage all-gathers the slices over its TP group
+			// (recv_tensor_dict's all_gather_group): a ring moving
+			// (TP−1)/TP of the whole tensor.
+			n := float64(d.TP)
+			gbw, glat := c.NVLinkBW, c.P2PLatency
+			if d.TP > nl.perNode && nl.bandwidth > 0 {
+				gbw, glat = nl.bandwidth, nl.latency
+			}
+			p.sendFixed[i] += glat
+			p.sendPerToken[i] += (n - 1) / n * 2 * s.H * s.dtypeB / gbw
+		}
 	}
 	return p, nil
 }

@@ -135,7 +135,8 @@ func TestPipelineStagesSplitTheStep(t *testing.T) {
 
 // The send between stages: each TP rank's 1/TP of the hidden states and
 // residual over NVLink inside a node, over the network when the next
-// stage's GPUs are on another node (PP × TP > GPUs per node).
+// stage's GPUs are on another node (PP × TP > GPUs per node), then the
+// receiving stage's all-gather over its TP group on NVLink.
 func TestPipelineSend(t *testing.T) {
 	for _, tc := range []struct {
 		tp      int
@@ -155,8 +156,11 @@ func TestPipelineSend(t *testing.T) {
 				bw, lat = nl.bandwidth, nl.latency
 			}
 		}
-		perTok := 2 * float64(d.Model.HiddenSize) * 2 / float64(tc.tp) / bw
-		if math.Abs(pl.sendPerToken[0]-perTok) > 1e-18 || pl.sendFixed[0] != lat {
+		tp := float64(tc.tp)
+		tensor := 2 * float64(d.Model.HiddenSize) * 2 // hidden states + residual, bf16
+		perTok := tensor/tp/bw + (tp-1)/tp*tensor/c.NVLinkBW
+		lat += c.P2PLatency // the receiving stage's all-gather
+		if math.Abs(pl.sendPerToken[0]-perTok) > 1e-18 || math.Abs(pl.sendFixed[0]-lat) > 1e-15 {
 			t.Errorf("TP %d: send %g s + %g s/token, want %g + %g", tc.tp, pl.sendFixed[0], pl.sendPerToken[0], lat, perTok)
 		}
 		// One batch alone crosses both stages and the send.
