@@ -10,14 +10,15 @@ import (
 	"blis/workload"
 )
 
-// twoStages is a two-stage pipeline of equal 10 ms stages.
-func twoStages() *kernel.Pipeline {
+// twoStages is a two-stage pipeline of equal 10 ms stages and a send of
+// send between them.
+func twoStages(send time.Duration) *kernel.Pipeline {
 	st := constPricer{step: 10 * time.Millisecond}
-	return &kernel.Pipeline{Stages: []kernel.Pricer{st, st}}
+	return kernel.NewPipelineOf([]kernel.Pricer{st, st}, send)
 }
 
 func ppCfg() Config {
-	cfg := Config{Engine: engCfg(), Pricer: twoStages()}
+	cfg := Config{Engine: engCfg(), Pricer: twoStages(0)}
 	cfg.Engine.MaxConcurrentBatches = 2
 	return cfg
 }
@@ -36,6 +37,16 @@ func TestPipelineOneBatchAlone(t *testing.T) {
 	sum := rec.Summarize(metrics.SummaryInput{Duration: res.Duration})
 	if math.Abs(sum.TTFT.Mean-20) > 1e-9 || math.Abs(sum.TPOT.Mean-20) > 1e-9 {
 		t.Fatalf("TTFT %v ms TPOT %v ms, want 20 and 20", sum.TTFT.Mean, sum.TPOT.Mean)
+	}
+	// With a 1 ms send between the stages each step takes 21 ms.
+	cfg := ppCfg()
+	cfg.Pricer = twoStages(time.Millisecond)
+	res, err = Run(cfg, fixed(1, 100, 5), newRec(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duration != 105*time.Millisecond || res.PipelineBubble != 0 {
+		t.Fatalf("with a send: duration %v bubble %v, want 105ms and 0", res.Duration, res.PipelineBubble)
 	}
 }
 

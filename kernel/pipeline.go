@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"time"
 
 	"blis/catalog"
 )
@@ -185,6 +186,18 @@ func NewPipeline(d Deployment, build func(Deployment) (Pricer, error)) (*Pipelin
 		}
 	}
 	return p, nil
+}
+
+// NewPipelineOf is a pipeline of the given stage pricers with a fixed send
+// after every stage but the last (for callers that price stages their own
+// way, and tests that check the pipeline by hand).
+func NewPipelineOf(stages []Pricer, send time.Duration) *Pipeline {
+	p := &Pipeline{Stages: stages}
+	for range max(len(stages)-1, 0) {
+		p.sendFixed = append(p.sendFixed, send.Seconds())
+		p.sendPerToken = append(p.sendPerToken, 0)
+	}
+	return p
 }
 
 // Name is the stages' pricer's name.
