@@ -184,6 +184,9 @@ type MemoryPlan struct {
 	// KVCache is how vLLM's KV cache manager splits the pool into KV cache
 	// groups; the engine's KV manager takes it as is.
 	KVCache KVCacheLayout
+	// PPStage is, with pipeline parallelism, the stage (0-based) this plan
+	// is: the one with room for the fewest blocks, which every stage gets.
+	PPStage int
 }
 
 // KVCacheLayout is vLLM's KV cache groups (vllm/v1/core/kv_cache_utils.py

@@ -89,6 +89,7 @@ func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 		ds := d
 		ds.PPStage = i
 		p, err := planStage(ds, a)
+		p.PPStage = i
 		if err != nil {
 			return p, fmt.Errorf("pipeline stage %d of %d: %w", i+1, d.ppSize(), err)
 		}

@@ -200,6 +200,15 @@ func NewPipelineOf(stages []Pricer, send time.Duration) *Pipeline {
 	return p
 }
 
+// SendTime is the send of a step of tokens new tokens from stage i to
+// stage i + 1 (0 after the last stage).
+func (p *Pipeline) SendTime(i, tokens int) time.Duration {
+	if i < 0 || i >= len(p.sendFixed) || tokens <= 0 {
+		return 0
+	}
+	return seconds(p.sendFixed[i] + float64(tokens)*p.sendPerToken[i])
+}
+
 // Name is the stages' pricer's name.
 func (p *Pipeline) Name() string { return p.Stages[0].Name() }
 
@@ -213,7 +222,6 @@ func (p *Pipeline) StageTimes(b *Batch, dst []Breakdown) []Breakdown {
 	// back: a copy would escape to the heap through the Pricer interface.
 	sampled := b.Sampled
 	defer func() { b.Sampled = sampled }()
-	T := float64(b.Tokens())
 	for i, st := range p.Stages {
 		var bd Breakdown
 		b.Sampled = 0
@@ -222,8 +230,7 @@ func (p *Pipeline) StageTimes(b *Batch, dst []Breakdown) []Breakdown {
 			bd = st.StepTime(b)
 		} else {
 			bd = st.StepTime(b)
-			if T > 0 && i < len(p.sendFixed) {
-				send := seconds(p.sendFixed[i] + T*p.sendPerToken[i])
+			if send := p.SendTime(i, b.Tokens()); send > 0 {
 				bd.Comm += send
 				bd.Total += send
 			}

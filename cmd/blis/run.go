@@ -677,6 +677,11 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "Deployment: %s on %s, TP %d, DP %d, block size %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d\n",
 		r.Model.ID, r.Chip.Name, r.Deployment.TP, max(r.Deployment.DP, 1), r.Engine.BlockSize, r.Engine.MaxModelLen, r.Engine.MaxNumSeqs, r.Engine.MaxNumBatchedTokens)
+	if pp := r.Deployment.PP; pp > 1 {
+		parts := kernel.PPLayerPartition(r.Model.NumLayers, pp)
+		fmt.Fprintf(bw, "Pipeline: %d stages of %d GPUs, decoder layers %v; memory below is stage %d's, the one with room for the fewest KV blocks\n",
+			pp, r.Deployment.TP, parts, m.PPStage+1)
+	}
 	fmt.Fprintf(bw, "Memory per GPU (GiB):\n")
 	rows := []struct {
 		k string
@@ -724,7 +729,25 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 // max-model-len), and one request's prefill of max-num-batched-tokens
 // tokens (capped by max-model-len) from an empty cache.
 func printStepPrice(w io.Writer, r *scenario.Resolved) {
-	ex, ok := r.Pricer.(kernel.Explainer)
+	if pl, ok := r.Pricer.(*kernel.Pipeline); ok {
+		for i, st := range pl.Stages {
+			sampled := i == len(pl.Stages)-1
+			printStagePrice(w, r, st, fmt.Sprintf("pipeline stage %d of %d", i+1, len(pl.Stages)), sampled)
+			if !sampled {
+				n := min(r.Engine.MaxNumSeqs, 256)
+				s := min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
+				fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "send to the next stage (hidden + residual)", "", "comm", ms(pl.SendTime(i, n)), ms(pl.SendTime(i, s)))
+			}
+		}
+		return
+	}
+	printStagePrice(w, r, r.Pricer, "", true)
+}
+
+// printStagePrice is printStepPrice for one pricer (one pipeline stage when
+// stage names it; a stage before the last samples nothing).
+func printStagePrice(w io.Writer, r *scenario.Resolved, pr kernel.Pricer, stage string, sampled bool) {
+	ex, ok := pr.(kernel.Explainer)
 	if !ok {
 		return
 	}
@@ -740,6 +763,12 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 		dec.GroupTokens, pre.GroupTokens = dp*n, dp*s
 		group = fmt.Sprintf("; on each of %d DP ranks at once", dp)
 	}
+	if stage != "" {
+		group += "; " + stage
+	}
+	if !sampled {
+		dec.Sampled, pre.Sampled = 0, 0
+	}
 	d, p := ex.Explain(&dec), ex.Explain(&pre)
 	fmt.Fprintf(w, "Step price per operator, ms (decode: %d rows at %s-token context; prefill: one %s-token prompt%s):\n",
 		n, commas(ctx), commas(s), group)
@@ -747,7 +776,7 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 	for i := range d {
 		fmt.Fprintf(w, "  %-42s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
 	}
-	bd, bp := r.Pricer.StepTime(&dec), r.Pricer.StepTime(&pre)
+	bd, bp := pr.StepTime(&dec), pr.StepTime(&pre)
 	if bd.Launch > 0 || bp.Launch > 0 {
 		fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "launch gaps (no full CUDA graph)", "", "launch", ms(bd.Launch), ms(bp.Launch))
 	}
