@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -98,5 +99,107 @@ func TestBatchQueueAbort(t *testing.T) {
 	}
 	if e.Running() != 1 {
 		t.Fatalf("running %d, want a alone", e.Running())
+	}
+}
+
+// Random loads through a batch queue of 2 to 4: the engine fills the queue
+// whenever it can, batches complete oldest first, and every request still
+// ends once with all its tokens, its blocks accounted for and none left
+// held; no request is a sampling row of two batches in flight.
+func TestBatchQueueRandomisedInvariants(t *testing.T) {
+	var preemptions int64
+	for trial := 0; trial < 80; trial++ {
+		rng := rand.New(rand.NewPCG(uint64(trial), 11))
+		bs := []int{1, 4, 16}[rng.IntN(3)]
+		c := Config{
+			MaxNumSeqs:           1 + rng.IntN(16),
+			MaxNumBatchedTokens:  16 + rng.IntN(256),
+			EnableChunkedPrefill: true,
+			EnablePrefixCaching:  rng.IntN(4) != 0,
+			BlockSize:            bs,
+			NumGPUBlocks:         2 + rng.IntN(400/bs+8),
+			MaxModelLen:          512,
+			MaxConcurrentBatches: 2 + rng.IntN(3),
+		}
+		if trial%2 == 1 {
+			kinds := []string{"s", "sf", "fs", "fss"}[rng.IntN(4)]
+			c.KVCache = layout(1+rng.IntN(64), kinds)
+			c.NumGPUBlocks *= len(kinds)
+		}
+		e, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 20 + rng.IntN(60)
+		reqs := make([]*Request, n)
+		for i := range reqs {
+			reqs[i] = req(int64(i), 1+rng.IntN(60), seg(uint64(1+rng.IntN(3)), 1+rng.IntN(100)), seg(uint64(1000+i), 1+rng.IntN(150)))
+		}
+		ended := map[int64]int{}
+		var now time.Duration
+		next := 0
+		for steps := 0; ; steps++ {
+			if steps > 100000 {
+				t.Fatalf("trial %d: no progress", trial)
+			}
+			for k := rng.IntN(4); k > 0 && next < n; k-- {
+				if r := reqs[next]; !e.Add(r, now) {
+					ended[r.ID]++
+				}
+				next++
+			}
+			for !e.Busy() && e.HasWork() {
+				var b kernel.Batch
+				if e.Schedule(now, &b) == 0 {
+					break
+				}
+				if b.Tokens() > c.MaxNumBatchedTokens || b.NumPrefill+b.NumDecode > c.MaxNumSeqs {
+					t.Fatalf("trial %d: batch over limits: %+v", trial, b)
+				}
+			}
+			sampling := map[*Request]bool{}
+			for _, q := range e.queue {
+				for _, x := range q.rows {
+					if x.samples && x.preempt == x.r.Preemptions && sampling[x.r] {
+						t.Fatalf("trial %d: request %d samples in two batches in flight", trial, x.r.ID)
+					}
+					sampling[x.r] = sampling[x.r] || x.samples && x.preempt == x.r.Preemptions
+				}
+			}
+			if e.InFlight() == 0 {
+				if e.HasWork() {
+					t.Fatalf("trial %d: work queued but nothing in flight", trial)
+				}
+				if next == n {
+					break
+				}
+				now += time.Millisecond
+				continue
+			}
+			now += time.Duration(1+rng.IntN(5)) * time.Millisecond
+			for _, s := range e.Complete(now) {
+				if s.Done {
+					ended[s.Req.ID]++
+				}
+			}
+		}
+		for _, r := range reqs {
+			if ended[r.ID] != 1 {
+				t.Fatalf("trial %d: request %d ended %d times", trial, r.ID, ended[r.ID])
+			}
+			if r.Status == StatusRejected {
+				continue
+			}
+			if r.Status != StatusFinished || r.NumOutput != r.MaxTokens {
+				t.Fatalf("trial %d: request %d status %v outputs %d/%d", trial, r.ID, r.Status, r.NumOutput, r.MaxTokens)
+			}
+		}
+		if e.HeldBlocks() != 0 {
+			t.Fatalf("trial %d: %d blocks held after all requests ended", trial, e.HeldBlocks())
+		}
+		preemptions += e.Stats().Preemptions
+	}
+	if preemptions == 0 {
+		t.Fatal("no trial preempted: the loads miss the preemption paths")
 	}
 }
