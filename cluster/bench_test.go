@@ -18,9 +18,12 @@ import (
 // reference load). Run with:
 //
 //	go test ./cluster -run '^$' -bench 'Run' -benchmem -benchtime 1x
-func benchRun(b *testing.B, n int) {
+func benchRun(b *testing.B, n int) { benchRunPP(b, n, 1) }
+
+// benchRunPP is benchRun with pp pipeline stages.
+func benchRunPP(b *testing.B, n, pp int) {
 	s := scenario.Defaults()
-	s.Model, s.Hardware = "meta-llama/Llama-3.1-8B", "h100"
+	s.Model, s.Hardware, s.PipelineParallelSize = "meta-llama/Llama-3.1-8B", "h100", pp
 	s.RandomInputLen, s.RandomOutputLen, s.NumPrompts, s.MaxConcurrency = 1024, 256, n, 256
 	res, err := s.Resolve()
 	if err != nil {
@@ -51,6 +54,16 @@ func benchRun(b *testing.B, n int) {
 func BenchmarkRun(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) { benchRun(b, n) })
+	}
+}
+
+// BenchmarkRunPipeline is BenchmarkRun's load on two and four pipeline
+// stages: the batch queue and the stage-occupancy model's cost per step.
+//
+//	go test ./cluster -run '^$' -bench 'RunPipeline' -benchmem -benchtime 1x
+func BenchmarkRunPipeline(b *testing.B) {
+	for _, pp := range []int{2, 4} {
+		b.Run(fmt.Sprintf("pp=%d/requests=100000", pp), func(b *testing.B) { benchRunPP(b, 100_000, pp) })
 	}
 }
 

@@ -57,7 +57,12 @@ type loop struct {
 
 	batch kernel.Batch
 	res   Result
-	err   error // a router broke its contract
+
+	// Pipeline parallelism: when each stage of each rank is next free
+	// (by global rank; nil for ranks without stages), and a scratch list.
+	stageFree [][]time.Duration
+	stageBuf  []kernel.Breakdown
+	err       error // a router broke its contract
 
 	// Disaggregation (pd.go): each rank's place on the fabric, the KV
 	// transfers in flight, scratch lists, and each pool's timed transfer
@@ -576,7 +581,14 @@ func (l *loop) startSteps() error {
 				rows := eng.Schedule(l.now, &l.batch)
 				l.startTransfers(eng)
 				if rows == 0 {
-					stuck = true
+					stuck = stuck || eng.InFlight() == 0
+					continue
+				}
+				if pl, ok := e.pricer.(*kernel.Pipeline); ok {
+					l.pipelineStep(ep, rows, pl, e.first+k)
+					if !eng.Busy() && eng.HasWork() {
+						l.mark(ep) // the engine core schedules again at once (step_with_batch_queue)
+					}
 					continue
 				}
 				l.stepStarted(ep, rows, e.pricer.StepTime(&l.batch), e.first+k)
@@ -615,6 +627,52 @@ func (l *loop) startGroupStep(ep int) (stuck bool) {
 	}
 	l.stepStarted(ep, rows, kernel.GroupStepTime(e.pricer, e.batches), -1-ep)
 	return false
+}
+
+// pipelineStep runs the batch just scheduled on global rank target through
+// its pipeline's stages: it enters stage s when it has left stage s − 1 and
+// the batch ahead of it has left stage s; the time it waits for a busy stage
+// is the pipeline bubble. Its tokens come out when it leaves the last stage.
+// Batches leave in the order they entered, as vLLM's batch queue completes
+// them.
+func (l *loop) pipelineStep(ep, rows int, pl *kernel.Pipeline, target int) {
+	if l.stageFree == nil {
+		l.stageFree = make([][]time.Duration, len(l.engs))
+	}
+	free := l.stageFree[target]
+	if free == nil {
+		free = make([]time.Duration, len(pl.Stages))
+		l.stageFree[target] = free
+	}
+	l.stageBuf = pl.StageTimes(&l.batch, l.stageBuf)
+	t, wait := l.now, time.Duration(0)
+	var sum kernel.Breakdown
+	for s, bd := range l.stageBuf {
+		if free[s] > t {
+			wait += free[s] - t
+			t = free[s]
+		}
+		t += max(bd.Total, time.Nanosecond)
+		free[s] = t
+		sum.Compute += bd.Compute
+		sum.Memory += bd.Memory
+		sum.Comm += bd.Comm
+		sum.Launch += bd.Launch
+		sum.Host += bd.Host
+	}
+	// The step's time on the clock is its time in the pipeline, waits
+	// included.
+	sum.Total = t - l.now
+	if l.cl.Timed() {
+		addStep(&l.res.StepTime, &l.res.TimedSteps, sum)
+		rr := &l.res.Replicas[ep]
+		addStep(&rr.StepTime, &rr.TimedSteps, sum)
+		l.res.PipelineBubble += wait
+		rr.PipelineBubble += wait
+		l.rec.AddStep(rows)
+	}
+	l.stepping++
+	l.q.Push(sim.Event{At: t, Kind: evStepEnd, Target: target})
 }
 
 // stalled reports a deadlock: work no engine can schedule, and nothing

@@ -175,6 +175,9 @@ type ReplicaResult struct {
 	Engine                       engine.Stats     // its ranks' counters, summed
 	StepTime                     kernel.Breakdown // summed over its timed steps
 	TimedSteps                   int64
+	// PipelineBubble sums the time its timed batches waited for a busy
+	// pipeline stage (--pipeline-parallel-size > 1).
+	PipelineBubble time.Duration
 }
 
 // Result is what the run measured besides the per-request metrics: the
@@ -187,6 +190,8 @@ type Result struct {
 	// phase's steps; TimedSteps counts them.
 	StepTime   kernel.Breakdown
 	TimedSteps int64
+	// PipelineBubble sums ReplicaResult.PipelineBubble.
+	PipelineBubble time.Duration
 	// Replicas is each endpoint's share, in endpoint order (one entry for a
 	// single replica).
 	Replicas []ReplicaResult

@@ -13,7 +13,9 @@
 //
 // Like etcd's raft, the engine owns no clock and no goroutines: the caller
 // adds requests, asks for the next step's batch (Schedule), prices it, and
-// reports the step's end (Complete). Time is only passed in.
+// reports the step's end (Complete). Time is only passed in. With a batch
+// queue (Config.MaxConcurrentBatches, pipeline parallelism) it may ask for
+// more batches before the first ends; they end in order.
 package engine
 
 import (
@@ -51,6 +53,16 @@ type Config struct {
 	// Sliding and Window are read; block size and token budget are the
 	// fields above.
 	KVCache kernel.KVCacheLayout
+	// MaxConcurrentBatches is how many batches the engine keeps in flight
+	// (0 or 1: one). With --pipeline-parallel-size P vLLM's engine core
+	// keeps a queue of P batches (vllm/v1/engine/core.py
+	// step_with_batch_queue; batch_queue_size is the executor's
+	// max_concurrent_batches, P in multiproc_executor.py): it schedules a
+	// new batch while earlier ones are still in the pipeline. A decode row
+	// whose token is still in flight has no new token to schedule, so it
+	// waits for its batch; a prompt's next chunk may follow its previous one
+	// down the pipeline, as in vLLM. Batches complete in order.
+	MaxConcurrentBatches int
 }
 
 // Validate reports the first impossible setting, naming its vLLM flag.
@@ -68,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): at most %d, the block ids are 32-bit", c.NumGPUBlocks, math.MaxInt32)
 	case c.NumGPUBlocks < 2:
 		return fmt.Errorf("KV pool of %d blocks (--num-gpu-blocks-override or the memory plan): need at least 2, one is vLLM's null block", c.NumGPUBlocks)
+	case c.MaxConcurrentBatches < 0:
+		return fmt.Errorf("%d batches in flight (--pipeline-parallel-size): must be ≥ 1", c.MaxConcurrentBatches)
 	case c.MaxModelLen < 2:
 		return fmt.Errorf("--max-model-len %d: must be ≥ 2", c.MaxModelLen)
 	case !c.EnableChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen:
@@ -115,11 +129,17 @@ type Engine struct {
 	waiting ring
 	running []*Request
 
-	scheduled []*Request // rows of the step in flight
+	scheduled []*Request // rows of the step being scheduled (the step in flight without a batch queue)
 	samples   []Sample   // outputs of the last completed step
 	hitBuf    []int32
 	inStep    bool
+	anyDone   bool // a request finished in the step being completed
 	stats     Stats
+
+	// The batch queue (MaxConcurrentBatches > 1): the batches in flight,
+	// oldest first, and spare row lists.
+	queue []inflight
+	spare [][]row
 
 	// Async scheduling: the start of the step in flight, and the start and
 	// end of the last completed step.
@@ -189,8 +209,40 @@ func (e *Engine) UsableBlocks() int { return e.pool.usable() }
 // HeldBlocks counts blocks with a nonzero reference count.
 func (e *Engine) HeldBlocks() int { return e.pool.usable() - e.pool.free }
 
-// Busy reports whether a step is in flight.
-func (e *Engine) Busy() bool { return e.inStep }
+// Busy reports whether the engine can take no more batches: a step is in
+// flight, or, with a batch queue, MaxConcurrentBatches are.
+func (e *Engine) Busy() bool {
+	if e.cfg.MaxConcurrentBatches > 1 {
+		return len(e.queue) >= e.cfg.MaxConcurrentBatches
+	}
+	return e.inStep
+}
+
+// InFlight is the number of batches in flight.
+func (e *Engine) InFlight() int {
+	if e.cfg.MaxConcurrentBatches > 1 {
+		return len(e.queue)
+	}
+	if e.inStep {
+		return 1
+	}
+	return 0
+}
+
+// inflight is one batch in the queue: its rows and when it was scheduled.
+type inflight struct {
+	rows  []row
+	start time.Duration
+}
+
+// row is one request of an in-flight batch: whether its computed tokens
+// reached its known tokens with this batch (it samples), and its
+// preemption count then (a row preempted since produces nothing).
+type row struct {
+	r       *Request
+	samples bool
+	preempt int
+}
 
 // HasWork reports whether a Schedule call could form a batch.
 func (e *Engine) HasWork() bool {
@@ -249,7 +301,7 @@ func (e *Engine) reject(r *Request, why string) bool {
 // --max-num-batched-tokens budget and the --max-num-seqs cap. It fills b with
 // the step's shape and returns the number of scheduled rows (0: nothing to do).
 func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
-	if e.inStep {
+	if e.Busy() {
 		panic("engine: Schedule called while a step is in flight")
 	}
 	*b = kernel.Batch{}
@@ -383,6 +435,9 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		}
 	}
 
+	if len(e.scheduled) > 0 && e.cfg.MaxConcurrentBatches > 1 {
+		e.enqueue(now)
+	}
 	if len(e.scheduled) > 0 {
 		e.inStep = true
 		e.stepStart = now
@@ -552,7 +607,7 @@ func (e *Engine) Abort(r *Request) bool {
 	}
 	e.stats.Aborted++
 	r.remote = remoteNone
-	if e.inStep && slices.Contains(e.scheduled, r) {
+	if e.inStep && e.inFlight(r) {
 		r.abortPending = true
 		return false
 	}
@@ -583,10 +638,12 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 	if !e.inStep {
 		panic("engine: Complete called with no step in flight")
 	}
+	if e.cfg.MaxConcurrentBatches > 1 {
+		return e.completeQueued(now)
+	}
 	e.inStep = false
 	e.stepped, e.lastStart, e.lastEnd = true, e.stepStart, now
 	e.samples = e.samples[:0]
-	anyDone := false
 	for _, r := range e.scheduled {
 		if r.abortPending {
 			r.abortPending = false
@@ -597,38 +654,109 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 		if r.NumComputed < r.NumTokens() {
 			continue // a prefill chunk that did not reach the end of the known tokens
 		}
-		r.NumOutput++
-		s := Sample{Req: r, First: r.NumOutput == 1}
-		if s.First {
-			r.FirstToken = now
+		e.emit(r, now)
+	}
+	e.finishStep()
+	return e.samples
+}
+
+// emit records r's new output token at now, finishing r at its max_tokens.
+func (e *Engine) emit(r *Request, now time.Duration) {
+	r.NumOutput++
+	s := Sample{Req: r, First: r.NumOutput == 1}
+	if s.First {
+		r.FirstToken = now
+	} else {
+		s.Gap = now - r.LastToken
+	}
+	r.LastToken = now
+	if r.NumOutput >= r.MaxTokens {
+		s.Done = true
+		e.anyDone = true
+		r.Status = StatusFinished
+		r.Finished = now
+		if r.KeepKV {
+			r.kvKept = true
+			e.kept++
 		} else {
-			s.Gap = now - r.LastToken
+			e.freeBlocks(r)
 		}
-		r.LastToken = now
-		if r.NumOutput >= r.MaxTokens {
-			s.Done = true
-			anyDone = true
-			r.Status = StatusFinished
-			r.Finished = now
-			if r.KeepKV {
-				r.kvKept = true
-				e.kept++
-			} else {
-				e.freeBlocks(r)
+	}
+	e.samples = append(e.samples, s)
+}
+
+// finishStep drops the requests that finished in the step from the running
+// list.
+func (e *Engine) finishStep() {
+	if !e.anyDone {
+		return
+	}
+	e.anyDone = false
+	kept := e.running[:0]
+	for _, r := range e.running {
+		if r.Status != StatusFinished {
+			kept = append(kept, r)
+		}
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
+}
+
+// enqueue moves the batch just scheduled into the batch queue.
+func (e *Engine) enqueue(now time.Duration) {
+	var rows []row
+	if n := len(e.spare); n > 0 {
+		rows, e.spare = e.spare[n-1][:0], e.spare[:n-1]
+	}
+	for _, r := range e.scheduled {
+		rows = append(rows, row{r: r, samples: r.NumComputed >= r.NumTokens(), preempt: r.Preemptions})
+	}
+	e.queue = append(e.queue, inflight{rows: rows, start: now})
+}
+
+// inFlight reports whether r is a row of a batch in flight.
+func (e *Engine) inFlight(r *Request) bool {
+	if e.cfg.MaxConcurrentBatches <= 1 {
+		return slices.Contains(e.scheduled, r)
+	}
+	for _, b := range e.queue {
+		for _, x := range b.rows {
+			if x.r == r {
+				return true
 			}
 		}
-		e.samples = append(e.samples, s)
 	}
-	if anyDone {
-		kept := e.running[:0]
-		for _, r := range e.running {
-			if r.Status != StatusFinished {
-				kept = append(kept, r)
-			}
+	return false
+}
+
+// completeQueued is Complete with a batch queue: the oldest batch leaves
+// the pipeline. A row preempted or finished since its batch was scheduled
+// produces nothing (its KV was dropped; it is recomputed or gone).
+func (e *Engine) completeQueued(now time.Duration) []Sample {
+	b := e.queue[0]
+	copy(e.queue, e.queue[1:])
+	e.queue = e.queue[:len(e.queue)-1]
+	e.inStep = len(e.queue) > 0
+	e.stepped, e.lastStart, e.lastEnd = true, b.start, now
+	if e.inStep {
+		e.stepStart = e.queue[0].start
+	}
+	e.samples = e.samples[:0]
+	for _, x := range b.rows {
+		r := x.r
+		if r.abortPending {
+			r.abortPending = false
+			e.removeAborted(r)
+			e.samples = append(e.samples, Sample{Req: r, Done: true, Aborted: true})
+			continue
 		}
-		clear(e.running[len(kept):])
-		e.running = kept
+		if !x.samples || x.preempt != r.Preemptions || r.Status != StatusRunning {
+			continue
+		}
+		e.emit(r, now)
 	}
+	e.finishStep()
+	e.spare = append(e.spare, b.rows[:0])
 	return e.samples
 }
 

@@ -165,9 +165,29 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	}
 	// One piecewise graph per decoder layer: vLLM splits the compiled model
 	// at every attention op (CompilationConfig.splitting_ops).
+	// A pipeline stage runs only its layers (counts by kind): the
+	// embedding on the first stage, the head on the last.
+	counts := make([]int, len(g.Layers))
+	for i, lk := range g.Layers {
+		counts[i] = lk.Count
+	}
+	if d.ppSize() > 1 {
+		kinds := stageLayerKinds(d, g)
+		if kinds == nil {
+			return nil, fmt.Errorf("%s: the operator graph's stack (%d layers) does not cover num_hidden_layers %d", d.Model.ID, g.NumLayers(), d.Model.NumLayers)
+		}
+		clear(counts)
+		for _, name := range kinds {
+			for i := range g.Layers {
+				if g.Layers[i].Name == name {
+					counts[i]++
+				}
+			}
+		}
+	}
 	layers := 0
-	for _, lk := range g.Layers {
-		layers += lk.Count
+	for _, c := range counts {
+		layers += c
 	}
 	f.hostPiecewise = a.HostStepGraphed + time.Duration(layers)*a.HostPiecewisePerLayer
 	f.gapPiecewise = time.Duration(layers) * a.PiecewiseGapPerLayer
@@ -193,11 +213,16 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 			co.BorrowedFrom, d.Chip.Name, d.Chip.Name))
 	}
 	r := resolver{d: d, co: co, f: f}
-	for _, op := range g.Embed {
-		r.add(op, 1)
+	if d.firstStage() {
+		for _, op := range g.Embed {
+			r.add(op, 1)
+		}
 	}
 	for i := range g.Layers {
 		lk := &g.Layers[i]
+		if counts[i] == 0 && d.ppSize() > 1 {
+			continue // not on this stage
+		}
 		for j := range lk.Ops {
 			// The MLA and DSA laws are fitted on the whole attention
 			// module (projections, norms, RoPE, the indexer, attention,
@@ -206,11 +231,13 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 			if lk.InAttentionModule(&lk.Ops[j]) {
 				continue
 			}
-			r.add(lk.Ops[j], float64(lk.Count))
+			r.add(lk.Ops[j], float64(counts[i]))
 		}
 	}
-	for _, op := range g.Head {
-		r.add(op, 1)
+	if d.lastStage() {
+		for _, op := range g.Head {
+			r.add(op, 1)
+		}
 	}
 	if r.err != nil {
 		return nil, r.err

@@ -91,6 +91,11 @@ type Deployment struct {
 	// else each expert TP-split DP × TP ways), attention and dense layers
 	// over each rank's TP group.
 	DP int
+	// PP is --pipeline-parallel-size (0 or 1: none): the decoder layers
+	// split into PP stages of TP GPUs each (PPLayerPartition), a step's
+	// batch passing them in order. PPStage is the stage a pricer or a
+	// memory plan describes; 0..PP−1 (NewPipeline and PlanMemory set it).
+	PP, PPStage int
 	// Fabric is the network between nodes and inside them (nil: the
 	// chip's own NVLink and inter-node numbers); collectives that cross a
 	// node use its network link.
@@ -179,6 +184,9 @@ type MemoryPlan struct {
 	// KVCache is how vLLM's KV cache manager splits the pool into KV cache
 	// groups; the engine's KV manager takes it as is.
 	KVCache KVCacheLayout
+	// PPStage is, with pipeline parallelism, the stage (0-based) this plan
+	// is: the one with room for the fewest blocks, which every stage gets.
+	PPStage int
 }
 
 // KVCacheLayout is vLLM's KV cache groups (vllm/v1/core/kv_cache_utils.py

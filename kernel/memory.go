@@ -72,10 +72,37 @@ func PlanMemory(d Deployment) (MemoryPlan, error) {
 // sharing one pool of blocks, each block one page of every layer in a group.
 // The fit check and the maximum concurrency count one max-model-len
 // request's blocks in every group, a sliding group's bounded by its window.
+//
+// With --pipeline-parallel-size each stage's GPUs hold only that stage's
+// layers (its weights and KV), and vLLM's engine core gives every stage the
+// fewest blocks any stage has room for (vllm/v1/core/kv_cache_utils.py
+// get_kv_cache_configs): the plan returned is that stage's.
 func PlanMemoryWith(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	if err := Validate(d); err != nil {
 		return MemoryPlan{}, err
 	}
+	if d.ppSize() == 1 {
+		return planStage(d, a)
+	}
+	var best MemoryPlan
+	for i := 0; i < d.ppSize(); i++ {
+		ds := d
+		ds.PPStage = i
+		p, err := planStage(ds, a)
+		p.PPStage = i
+		if err != nil {
+			return p, fmt.Errorf("pipeline stage %d of %d: %w", i+1, d.ppSize(), err)
+		}
+		if i == 0 || p.NumBlocks < best.NumBlocks {
+			best = p
+		}
+	}
+	return best, nil
+}
+
+// planStage is PlanMemoryWith for one pipeline stage (the whole model
+// without pipeline parallelism).
+func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	s := newShape(d)
 	var p MemoryPlan
 	p.TotalBytes = d.Chip.VisibleMemBytes
@@ -255,9 +282,10 @@ func layerWindows(d Deployment, s shape) ([]int, bool) {
 	g, err := catalog.LookupGraph(d.Model.ID)
 	if err != nil {
 		// No stored graph (a model built in a test): the config's own table.
-		w := make([]int, d.Model.NumLayers)
+		start, end := d.stageLayers()
+		w := make([]int, end-start)
 		for i := range w {
-			if i < len(d.Model.SlidingLayers) && d.Model.SlidingLayers[i] {
+			if j := start + i; j < len(d.Model.SlidingLayers) && d.Model.SlidingLayers[j] {
 				w[i] = d.Model.SlidingWindow
 			}
 		}
@@ -265,28 +293,33 @@ func layerWindows(d Deployment, s shape) ([]int, bool) {
 	}
 	var w []int
 	elems, uniform := -1, true
+	var names []string
 	for _, run := range g.Stack {
 		for r := 0; r < run.Repeat; r++ {
-			for _, name := range run.Kinds {
-				k := g.Kind(name)
-				if k == nil {
-					continue
-				}
-				a := k.Attention()
-				if a == nil {
-					continue
-				}
-				w = append(w, a.Window)
-				if e := a.KVCacheElemsPerRank(d.TP); elems < 0 {
-					elems = e
-				} else if e != elems {
-					uniform = false
-				}
-			}
+			names = append(names, run.Kinds...)
+		}
+	}
+	if d.ppSize() > 1 {
+		names = stageLayerKinds(d, g)
+	}
+	for _, name := range names {
+		k := g.Kind(name)
+		if k == nil {
+			continue
+		}
+		a := k.Attention()
+		if a == nil {
+			continue
+		}
+		w = append(w, a.Window)
+		if e := a.KVCacheElemsPerRank(d.TP); elems < 0 {
+			elems = e
+		} else if e != elems {
+			uniform = false
 		}
 	}
 	if len(w) == 0 {
-		return make([]int, d.Model.NumLayers), true
+		return make([]int, int(s.L)), true
 	}
 	return w, uniform
 }
@@ -299,5 +332,8 @@ func (s shape) activationPeak(d Deployment, a MemoryAssumptions) float64 {
 	attn := s.qkvOut + s.attnOut
 	forward := T * s.dtypeB * (2*s.H + math.Max(attn, s.mlpWidth))
 	sampler := a.SamplerLogitsCopies*R*float64(s.m.VocabSize)*4 + T*s.H*s.dtypeB
+	if !d.lastStage() {
+		sampler = 0 // only the last pipeline stage samples
+	}
 	return math.Max(forward, sampler)
 }

@@ -170,6 +170,7 @@ func newShape(d Deployment) shape {
 	// (mm_encoder_tp_mode "weights", its default) and keeps it in the
 	// model dtype.
 	s.vision = m.VisionParams / tp
+	restrictShape(d, &s)
 	return s
 }
 

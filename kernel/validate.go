@@ -27,6 +27,9 @@ func Validate(d Deployment) error {
 	if d.TP < 1 {
 		return fmt.Errorf("--tensor-parallel-size %d must be ≥ 1", d.TP)
 	}
+	if err := validatePP(d); err != nil {
+		return err
+	}
 	if d.DP < 0 {
 		return fmt.Errorf("--data-parallel-size %d must be ≥ 1", d.DP)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"blis/catalog"
 	"blis/cluster"
+	"blis/kernel"
 	"blis/router"
 )
 
@@ -167,9 +168,10 @@ func (r *Resolved) clusterPools() []cluster.Pool {
 			Name: p.Spec.Name, Replicas: p.Spec.Replicas, Role: role, Labels: p.Spec.Labels,
 			Engine: p.Engine, Pricer: p.Pricer,
 			DataParallel: p.Scenario.DataParallelSize, Lockstep: p.Model.IsMoE(),
-			GPUs: max(p.Deployment.TP, 1),
-			// Every TP rank holds its shard of each block; NIXL moves them all.
-			KVBlockBytes: p.Memory.KVBytesPerToken * float64(p.Engine.BlockSize) * float64(max(p.Deployment.TP, 1)),
+			GPUs: max(p.Deployment.TP, 1) * max(p.Deployment.PP, 1),
+			// Every TP rank of every pipeline stage holds its shard of each
+			// block (its layers'); NIXL moves them all.
+			KVBlockBytes: kvBlockBytes(p.Memory, p.Deployment, p.Engine.BlockSize),
 		}
 	}
 	return out
@@ -220,4 +222,19 @@ func (r *Resolved) resolvePD() error {
 		r.routerCfg, r.pdRouter = cfg, true
 	}
 	return nil
+}
+
+// kvBlockBytes is one block's KV over the whole replica: every TP rank's
+// shard, of every pipeline stage's layers (the memory plan's per-token
+// bytes are one stage's with --pipeline-parallel-size).
+func kvBlockBytes(m kernel.MemoryPlan, d kernel.Deployment, blockSize int) float64 {
+	perToken := m.KVBytesPerToken
+	if d.PP > 1 {
+		whole := d
+		whole.PP, whole.PPStage = 0, 0
+		if b, err := kernel.KVBytesPerToken(whole); err == nil {
+			perToken = b
+		}
+	}
+	return perToken * float64(blockSize) * float64(max(d.TP, 1))
 }

@@ -190,7 +190,7 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		capSize = cc.MaxCaptureSize
 	}
 	r.Deployment = kernel.Deployment{
-		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize, DP: s.DataParallelSize,
+		Model: r.Model, Chip: r.Chip, TP: s.TensorParallelSize, DP: s.DataParallelSize, PP: s.PipelineParallelSize,
 		Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
 		MaxNumBatchedTokens: mnbt, MaxNumSeqs: mns, MaxModelLen: maxLen,
 		BlockSize: blockSize, GPUMemoryUtilization: s.GPUMemoryUtilization,
@@ -198,6 +198,24 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		CUDAGraphMode: cc.Mode, MaxCUDAGraphCaptureSize: capSize, CaptureSizes: cc.CaptureSizes,
 		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
 		MoEBackend: s.MoEBackend, All2AllBackend: s.All2AllBackend,
+	}
+	async := s.AsyncScheduling
+	if pp := s.PipelineParallelSize; pp > 1 {
+		if s.DataParallelSize > 1 {
+			return bad("pipeline-parallel-size", fmt.Sprint(pp), "must be 1 when --data-parallel-size > 1: BLIS does not model pipeline stages inside data-parallel ranks")
+		}
+		if pp > r.Model.NumLayers {
+			return bad("pipeline-parallel-size", fmt.Sprint(pp), fmt.Sprintf("at most the %d decoder layers of %s", r.Model.NumLayers, r.Model.ID))
+		}
+		if async {
+			// vLLM (vllm/engine/arg_utils.py, v0.11) refuses
+			// --async-scheduling with pipeline-parallel-size > 1, and does
+			// not turn it on by default then: the batch queue is what
+			// overlaps steps.
+			async = false
+			r.Deployment.AsyncScheduling = false
+			r.Notes = append(r.Notes, fmt.Sprintf("INFO --pipeline-parallel-size %d: async scheduling off, as vLLM has it with pipeline parallelism (its batch queue overlaps the steps)", pp))
+		}
 	}
 	if s.All2AllBackend != "" && !slices.Contains(kernel.All2AllBackends(), s.All2AllBackend) {
 		return bad("all2all-backend", s.All2AllBackend, "one of "+strings.Join(kernel.All2AllBackends(), ", "))
@@ -217,6 +235,17 @@ func (s Scenario) resolveServe(r *Resolved) error {
 	if r.Pricer, note, err = newPricer(s.StepModel, r.Deployment); err != nil {
 		return err
 	}
+	if r.Deployment.PP > 1 {
+		name := s.StepModel
+		p, err := kernel.NewPipeline(r.Deployment, func(d kernel.Deployment) (kernel.Pricer, error) {
+			p, _, err := newPricer(name, d)
+			return p, err
+		})
+		if err != nil {
+			return &InputError{Msg: err.Error()}
+		}
+		r.Pricer = p
+	}
 	if note != "" {
 		r.Notes = append(r.Notes, note)
 	}
@@ -229,7 +258,8 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		NumGPUBlocks:              r.Memory.NumBlocks,
 		MaxModelLen:               maxLen,
 		KVCache:                   r.Memory.KVCache,
-		AsyncScheduling:           s.AsyncScheduling,
+		AsyncScheduling:           async,
+		MaxConcurrentBatches:      max(s.PipelineParallelSize, 1),
 	}
 	if err := r.Engine.Validate(); err != nil {
 		return &InputError{Msg: err.Error()}
@@ -272,6 +302,7 @@ func (s Scenario) checkRanges() error {
 	}{
 		{"tensor-parallel-size", s.TensorParallelSize},
 		{"data-parallel-size", s.DataParallelSize},
+		{"pipeline-parallel-size", s.PipelineParallelSize},
 		{"block-size", s.BlockSize},
 	}
 	if s.Dataset() == workload.DatasetRandom {

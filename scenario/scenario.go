@@ -33,6 +33,7 @@ type Scenario struct {
 	Hardware                  string
 	TensorParallelSize        int
 	DataParallelSize          int
+	PipelineParallelSize      int
 	MaxNumSeqs                int // 0 = vLLM's default for the chip
 	MaxNumBatchedTokens       int // 0 = vLLM's default for the chip
 	GPUMemoryUtilization      float64
@@ -169,6 +170,7 @@ func Defaults() Scenario {
 		Hardware:             "h100",
 		TensorParallelSize:   1,
 		DataParallelSize:     1,
+		PipelineParallelSize: 1,
 		Replicas:             1,
 		GPUMemoryUtilization: 0.9,
 		BlockSize:            16,
@@ -310,6 +312,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "model", Group: "serve", Value: stringValue{&s.Model}, Usage: "Hugging Face model id (any case) or a short alias such as llama-3.1-70b or qwen3-32b; `blis catalog list` lists them: " + modelNames()},
 		{Name: "hardware", Group: "serve", Value: stringValue{&s.Hardware}, Usage: "GPU: " + chipNames() + " (any case; h100_sxm style accepted)"},
 		{Name: "tensor-parallel-size", Group: "serve", Value: intValue{&s.TensorParallelSize}, Usage: "GPUs per replica (tensor parallelism); -tp works too"},
+		{Name: "pipeline-parallel-size", Group: "serve", Value: intValue{&s.PipelineParallelSize}, Usage: "pipeline stages per replica, each tensor-parallel-size GPUs holding its share of the decoder layers (vLLM's get_pp_indices split); the engine keeps that many batches in flight; turns async scheduling off, as vLLM does; -pp works too"},
 		{Name: "data-parallel-size", Group: "serve", Value: intValue{&s.DataParallelSize}, Usage: "engine ranks of tensor-parallel-size GPUs each, behind vLLM's DP load balancer; a MoE model's ranks step together and split the experts over all their GPUs; -dp works too; at most " + strconv.Itoa(MaxDataParallel)},
 		{Name: "max-num-seqs", Group: "serve", Value: intValue{&s.MaxNumSeqs}, Usage: "max running requests per step", Zero: "vLLM's for the chip: 1024 on ≥ 70 GiB GPUs other than A100, else 256, at most --max-num-batched-tokens"},
 		{Name: "max-num-batched-tokens", Group: "serve", Value: intValue{&s.MaxNumBatchedTokens}, Usage: "token budget per step; must be ≥ --max-num-seqs", Zero: "vLLM's for the chip: 8192 on ≥ 70 GiB GPUs other than A100, else 2048; at least --max-model-len without chunked prefill"},

@@ -61,6 +61,10 @@ func normalizeArgs(args []string) []string {
 			a = "--tensor-parallel-size"
 		case strings.HasPrefix(a, "-tp="):
 			a = "--tensor-parallel-size=" + strings.TrimPrefix(a, "-tp=")
+		case a == "-pp":
+			a = "--pipeline-parallel-size"
+		case strings.HasPrefix(a, "-pp="):
+			a = "--pipeline-parallel-size=" + strings.TrimPrefix(a, "-pp=")
 		case a == "-dp":
 			a = "--data-parallel-size"
 		case strings.HasPrefix(a, "-dp="):

@@ -417,6 +417,7 @@ type deployment struct {
 	Hardware                  string  `json:"hardware"`
 	TensorParallelSize        int     `json:"tensor_parallel_size"`
 	DataParallelSize          int     `json:"data_parallel_size"`
+	PipelineParallelSize      int     `json:"pipeline_parallel_size,omitempty"` // absent: 1
 	MaxNumSeqs                int     `json:"max_num_seqs"`
 	MaxNumBatchedTokens       int     `json:"max_num_batched_tokens"`
 	MaxModelLen               int     `json:"max_model_len"`
@@ -443,7 +444,11 @@ type deployment struct {
 	StepCommShare             float64 `json:"step_comm_share"`
 	StepLaunchShare           float64 `json:"step_launch_share"`
 	StepHostShare             float64 `json:"step_host_share"`
-	Rejected                  int64   `json:"rejected"`
+	// PipelineBubbleShare is, with --pipeline-parallel-size > 1, the part
+	// of the steps' time (each batch's, entry to exit of the pipeline)
+	// spent waiting for a stage busy with an earlier batch.
+	PipelineBubbleShare float64 `json:"pipeline_bubble_share,omitempty"`
+	Rejected            int64   `json:"rejected"`
 	// A cluster (more than one endpoint, or a router asked for): the
 	// router, the pools and each replica's share.
 	Router   string          `json:"router,omitempty"`
@@ -580,8 +585,8 @@ func centre(s string, width int) string {
 func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 	d := deployment{
 		Model: r.Model.ID, Hardware: r.Chip.Name, TensorParallelSize: r.Deployment.TP,
-		DataParallelSize: max(r.Deployment.DP, 1),
-		MaxNumSeqs:       r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
+		DataParallelSize: max(r.Deployment.DP, 1), PipelineParallelSize: ppField(r.Deployment.PP),
+		MaxNumSeqs: r.Engine.MaxNumSeqs, MaxNumBatchedTokens: r.Engine.MaxNumBatchedTokens,
 		MaxModelLen: r.Engine.MaxModelLen, BlockSize: r.Engine.BlockSize,
 		GPUMemoryUtilization: r.Deployment.GPUMemoryUtilization, KVCacheDtype: r.Deployment.KVCacheDtype,
 		Quantization: r.Deployment.Quantization, EnablePrefixCaching: r.Engine.EnablePrefixCaching,
@@ -601,6 +606,7 @@ func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 		d.StepCommShare = float64(out.StepTime.Comm) / tot
 		d.StepLaunchShare = float64(out.StepTime.Launch) / tot
 		d.StepHostShare = float64(out.StepTime.Host) / tot
+		d.PipelineBubbleShare = float64(out.PipelineBubble) / tot
 	}
 	return d
 }
@@ -616,8 +622,11 @@ func printStartup(w io.Writer, r *scenario.Resolved) {
 	if d.DP > 1 {
 		layout = fmt.Sprintf("DP%d × TP%d", d.DP, d.TP)
 	}
+	if d.PP > 1 {
+		layout = fmt.Sprintf("PP%d × TP%d", d.PP, d.TP)
+	}
 	fmt.Fprintf(w, "INFO blis %s: %s on %d× %s (%s), step model %s\n", buildVersion(), r.Model.ID,
-		d.TP*max(d.DP, 1), strings.ToUpper(r.Chip.Name), layout, r.Pricer.Name())
+		d.TP*max(d.DP, 1)*max(d.PP, 1), strings.ToUpper(r.Chip.Name), layout, r.Pricer.Name())
 	// With DP every engine core logs its own pool; they are all this size.
 	ranks := 1
 	if d.DP > 1 {
@@ -668,6 +677,11 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "Deployment: %s on %s, TP %d, DP %d, block size %d, max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d\n",
 		r.Model.ID, r.Chip.Name, r.Deployment.TP, max(r.Deployment.DP, 1), r.Engine.BlockSize, r.Engine.MaxModelLen, r.Engine.MaxNumSeqs, r.Engine.MaxNumBatchedTokens)
+	if pp := r.Deployment.PP; pp > 1 {
+		parts := kernel.PPLayerPartition(r.Model.NumLayers, pp)
+		fmt.Fprintf(bw, "Pipeline: %d stages of %d GPUs, decoder layers %v; memory below is stage %d's, the one with room for the fewest KV blocks\n",
+			pp, r.Deployment.TP, parts, m.PPStage+1)
+	}
 	fmt.Fprintf(bw, "Memory per GPU (GiB):\n")
 	rows := []struct {
 		k string
@@ -715,7 +729,25 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 // max-model-len), and one request's prefill of max-num-batched-tokens
 // tokens (capped by max-model-len) from an empty cache.
 func printStepPrice(w io.Writer, r *scenario.Resolved) {
-	ex, ok := r.Pricer.(kernel.Explainer)
+	if pl, ok := r.Pricer.(*kernel.Pipeline); ok {
+		for i, st := range pl.Stages {
+			sampled := i == len(pl.Stages)-1
+			printStagePrice(w, r, st, fmt.Sprintf("pipeline stage %d of %d", i+1, len(pl.Stages)), sampled)
+			if !sampled {
+				n := min(r.Engine.MaxNumSeqs, 256)
+				s := min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
+				fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "send to the next stage (hidden + residual)", "", "comm", ms(pl.SendTime(i, n)), ms(pl.SendTime(i, s)))
+			}
+		}
+		return
+	}
+	printStagePrice(w, r, r.Pricer, "", true)
+}
+
+// printStagePrice is printStepPrice for one pricer (one pipeline stage when
+// stage names it; a stage before the last samples nothing).
+func printStagePrice(w io.Writer, r *scenario.Resolved, pr kernel.Pricer, stage string, sampled bool) {
+	ex, ok := pr.(kernel.Explainer)
 	if !ok {
 		return
 	}
@@ -731,6 +763,12 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 		dec.GroupTokens, pre.GroupTokens = dp*n, dp*s
 		group = fmt.Sprintf("; on each of %d DP ranks at once", dp)
 	}
+	if stage != "" {
+		group += "; " + stage
+	}
+	if !sampled {
+		dec.Sampled, pre.Sampled = 0, 0
+	}
 	d, p := ex.Explain(&dec), ex.Explain(&pre)
 	fmt.Fprintf(w, "Step price per operator, ms (decode: %d rows at %s-token context; prefill: one %s-token prompt%s):\n",
 		n, commas(ctx), commas(s), group)
@@ -738,7 +776,7 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 	for i := range d {
 		fmt.Fprintf(w, "  %-42s %7g %-8s %9.3f %9.3f\n", d[i].Name, d[i].Count, d[i].Resource, ms(d[i].Time), ms(p[i].Time))
 	}
-	bd, bp := r.Pricer.StepTime(&dec), r.Pricer.StepTime(&pre)
+	bd, bp := pr.StepTime(&dec), pr.StepTime(&pre)
 	if bd.Launch > 0 || bp.Launch > 0 {
 		fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "launch gaps (no full CUDA graph)", "", "launch", ms(bd.Launch), ms(bp.Launch))
 	}
@@ -761,4 +799,13 @@ func commas(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// ppField is --pipeline-parallel-size for the result file: 0 (left out)
+// without pipeline parallelism.
+func ppField(pp int) int {
+	if pp > 1 {
+		return pp
+	}
+	return 0
 }
