@@ -134,6 +134,7 @@ type simple struct {
 	rng      *rand.Rand
 	inflight []int
 	out      []Assignment
+	handed   []Assignment // the slice Ready last returned (see handOver)
 	// k8s-service connection pool
 	idle       []conn
 	keepAlive  time.Duration
@@ -223,11 +224,7 @@ func (s *simple) Submit(now time.Duration, r *Request) {
 	s.out = append(s.out, Assignment{Req: r, Endpoint: ep, Prefill: -1})
 }
 
-func (s *simple) Ready(time.Duration) []Assignment {
-	out := s.out
-	s.out = s.out[:0]
-	return out
-}
+func (s *simple) Ready(time.Duration) []Assignment { return handOver(&s.out, &s.handed) }
 
 func (s *simple) Finished(now time.Duration, r *Request, ep int) {
 	if ep < 0 || ep >= s.n {

@@ -152,6 +152,7 @@ type EPP struct {
 	recs     map[int64]*routed
 	free     []*routed
 	out      []Assignment
+	handed   []Assignment // the slice Ready last returned (see handOver)
 	c        cycle
 	started  bool
 	starters []interface{ start(e *EPP) }
@@ -235,9 +236,17 @@ func (e *EPP) Ready(now time.Duration) []Assignment {
 		e.flow.expire(now)
 		e.dispatch(now)
 	}
-	out := e.out
-	e.out = e.out[:0]
-	return out
+	return handOver(&e.out, &e.handed)
+}
+
+// handOver returns the decisions collected in *out and starts collecting in
+// the buffer handed out before, so the slice returned stays unchanged until
+// the next Ready: the loop acts on it while submitting and finishing
+// requests, and the decisions those calls make go to the other buffer.
+func handOver(out, handed *[]Assignment) []Assignment {
+	got := *out
+	*out, *handed = (*handed)[:0], got
+	return got
 }
 
 // Wake implements Router.
