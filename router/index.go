@@ -256,14 +256,12 @@ func (x *approxIndex) match(hashes []uint64, counts []int) {
 type preciseIndex struct {
 	byHash  *epIndex
 	delay   time.Duration
-	pending []kvEvent
-	head    int
+	pending fifo[kvEvent]
 	// speculative entries (speculativeIndexing): blocks the router expects
 	// an endpoint to cache because it just sent the prompt there, kept
 	// until their TTL even if no KV event confirms them.
 	spec     *epIndex
-	specQ    []specEntry
-	specHead int
+	specQ    fifo[specEntry]
 	specFree [][]uint64
 }
 
@@ -291,48 +289,36 @@ func (x *preciseIndex) speculate(expiry time.Duration, ep int, hashes []uint64) 
 		hs, x.specFree = x.specFree[n-1][:0], x.specFree[:n-1]
 	}
 	hs = append(hs, hashes...)
-	x.specQ = append(x.specQ, specEntry{at: expiry, ep: int32(ep), hs: hs})
+	x.specQ.push(specEntry{at: expiry, ep: int32(ep), hs: hs})
 	for _, h := range hashes {
 		x.spec.add(h, int32(ep))
 	}
 }
 
 func (x *preciseIndex) expireSpec(now time.Duration) {
-	for x.specHead < len(x.specQ) && x.specQ[x.specHead].at <= now {
-		e := x.specQ[x.specHead]
-		x.specQ[x.specHead] = specEntry{}
-		x.specHead++
+	for x.specQ.len() > 0 && x.specQ.front().at <= now {
+		e := x.specQ.pop()
 		for _, h := range e.hs {
 			x.spec.remove(h, e.ep)
 		}
 		x.specFree = append(x.specFree, e.hs)
 	}
-	if x.specHead == len(x.specQ) {
-		x.specQ, x.specHead = x.specQ[:0], 0
-	}
 }
 
 func (x *preciseIndex) event(now time.Duration, ep int, h uint64, stored bool) {
-	x.pending = append(x.pending, kvEvent{at: now + x.delay, ep: int32(ep), stored: stored, h: h})
+	x.pending.push(kvEvent{at: now + x.delay, ep: int32(ep), stored: stored, h: h})
 }
 
 // advance applies every event due by now and drops expired speculation.
 func (x *preciseIndex) advance(now time.Duration) {
 	x.expireSpec(now)
-	for x.head < len(x.pending) && x.pending[x.head].at <= now {
-		ev := x.pending[x.head]
-		x.head++
+	for x.pending.len() > 0 && x.pending.front().at <= now {
+		ev := x.pending.pop()
 		if ev.stored {
 			x.byHash.add(ev.h, ev.ep)
 		} else {
 			x.byHash.remove(ev.h, ev.ep)
 		}
-	}
-	if x.head == len(x.pending) {
-		x.pending, x.head = x.pending[:0], 0
-	} else if x.head > 4096 && x.head*2 > len(x.pending) {
-		n := copy(x.pending, x.pending[x.head:])
-		x.pending, x.head = x.pending[:n], 0
 	}
 }
 
