@@ -266,7 +266,6 @@ func (c *Config) New() (*EPP, error) {
 	if o.KVEventDelay == 0 {
 		o.KVEventDelay = DefaultKVEventDelay
 	}
-	// Line numbers: shift every node once so plugin params report file lines.
 	b := &builder{file: c.File, opts: o, byName: map[string]any{}, profiles: map[string]*profile{}}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
@@ -304,7 +303,7 @@ func (c *Config) New() (*EPP, error) {
 	if pl != nil && pl.Kind != yaml.SequenceNode && pl.Tag != "!!null" {
 		return nil, c.errAt(pl, "plugins", "", "must be a list of {type, name, parameters}")
 	}
-	e := &EPP{cfg: c, scrape: o.ScrapeInterval, profiles: b.profiles}
+	e := &EPP{scrape: o.ScrapeInterval}
 	if pl != nil {
 		for _, pn := range pl.Content {
 			var typ, name string

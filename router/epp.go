@@ -118,7 +118,6 @@ type cycle struct {
 	// predicted latency per endpoint (predicted-latency-producer)
 	predTTFT, predTPOT []float64
 	havePred           bool
-	prefillStage       bool // true while the prefill profile runs
 }
 
 // alloc returns an n-int slice valid until the next request.
@@ -134,13 +133,11 @@ func (c *cycle) alloc(n int) []int {
 
 // EPP is a Router built from an EndpointPickerConfig.
 type EPP struct {
-	cfg      *Config
 	eps      []Endpoint
 	st       []epState
 	rng      *rand.Rand
 	scrape   time.Duration
 	handler  profileHandler
-	profiles map[string]*profile
 	order    []*profile
 	prod     []producerPlugin
 	pre      []preRequestPlugin
@@ -278,7 +275,7 @@ func (e *EPP) reject(r *Request, reason string) {
 
 func (e *EPP) begin(now time.Duration, r *Request) *cycle {
 	c := &e.c
-	c.now, c.req, c.used, c.havePred, c.prefillStage = now, r, 0, false, false
+	c.now, c.req, c.used, c.havePred = now, r, 0, false
 	return c
 }
 

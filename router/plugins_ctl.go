@@ -42,9 +42,7 @@ func (h *disaggHandler) schedule(c *cycle) (int, int) {
 	}
 	pre := -1
 	if h.prefill != nil && h.pd != nil && h.pd.disaggregate(c, dec) {
-		c.prefillStage = true
 		pre = c.runProfile(h.prefill)
-		c.prefillStage = false
 	}
 	return dec, pre
 }
@@ -79,10 +77,7 @@ func (h *legacyPDHandler) schedule(c *cycle) (int, int) {
 			return dec, -1
 		}
 	}
-	c.prefillStage = true
-	pre := c.runProfile(h.prefill)
-	c.prefillStage = false
-	return dec, pre
+	return dec, c.runProfile(h.prefill)
 }
 
 // prefixPDDecider is prefix-based-pd-decider: disaggregate when the prompt

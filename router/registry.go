@@ -105,12 +105,13 @@ func init() {
 		"no-hit-lru-scorer": {"scorer", relHEAD, func(b *builder, _ string, p *params) (any, error) {
 			s := &noHitLRUScorer{size: 1024}
 			p.Int("lruSize", &s.size)
-			p.String("prefixMatchInfoProducerName", &s.srcName)
+			producer := ""
+			p.String("prefixMatchInfoProducerName", &producer)
 			p.Ignore("prefixPluginType", "prefixPluginName")
 			if s.size <= 0 {
 				s.size = 1024
 			}
-			b.prefixUsers = append(b.prefixUsers, prefixUser{s.srcName, func(src prefixSource) { s.src = src }, false})
+			b.prefixUsers = append(b.prefixUsers, prefixUser{producer, func(src prefixSource) { s.src = src }, false})
 			return s, p.done()
 		}},
 		"session-affinity-scorer": {"scorer", relHEAD, fresh(func() any { return &sessionAffinityScorer{} })},
@@ -334,7 +335,8 @@ func buildAffinityFilter(b *builder, _ string, p *params) (any, error) {
 	p.Float("maxTTFTPenaltyMs", &f.maxTTFTPenaltyMs)
 	p.Float("peakPrefillThroughput", &f.peakPrefill)
 	p.Float("maxTokensInFlightPenalty", &f.maxTokensInFlight)
-	p.String("prefixMatchInfoProducerName", &f.srcName)
+	producer := ""
+	p.String("prefixMatchInfoProducerName", &producer)
 	switch {
 	case f.threshold > 1:
 		p.fail(p.node, "parameters.affinityThreshold", ftoa(f.threshold), "must be <= 1.0")
@@ -348,7 +350,7 @@ func buildAffinityFilter(b *builder, _ string, p *params) (any, error) {
 		p.fail(p.node, "parameters.maxTokensInFlightPenalty", ftoa(f.maxTokensInFlight), "must be >= 0")
 	}
 	b.needInflight = true
-	b.prefixUsers = append(b.prefixUsers, prefixUser{f.srcName, func(src prefixSource) { f.src = src }, false})
+	b.prefixUsers = append(b.prefixUsers, prefixUser{producer, func(src prefixSource) { f.src = src }, false})
 	b.affinity = append(b.affinity, f)
 	return f, p.done()
 }
@@ -457,7 +459,8 @@ func buildApprox(p *params, legacy bool) (*approxProducer, error) {
 // ignores those parameters; BLIS applies them to the scorer's own producer.
 func buildPrefixScorer(b *builder, name string, p *params) (any, error) {
 	s := &prefixScorer{}
-	p.String("prefixMatchInfoProducerName", &s.srcName)
+	producer := ""
+	p.String("prefixMatchInfoProducerName", &producer)
 	mode := ""
 	p.String("mode", &mode)
 	legacy := false
@@ -492,7 +495,7 @@ func buildPrefixScorer(b *builder, name string, p *params) (any, error) {
 		s.src, s.own = a, a
 		return s, nil
 	}
-	b.prefixUsers = append(b.prefixUsers, prefixUser{s.srcName, func(src prefixSource) { s.src = src }, false})
+	b.prefixUsers = append(b.prefixUsers, prefixUser{producer, func(src prefixSource) { s.src = src }, false})
 	return s, p.done()
 }
 
