@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -91,10 +92,8 @@ func Named(name string) (Router, error) {
 // Open returns the built-in router called spec, or else the router of the
 // llm-d config in the file at path spec (see Load).
 func Open(spec string) (Router, error) {
-	for _, n := range builtinNames {
-		if n == spec {
-			return Named(spec)
-		}
+	if slices.Contains(builtinNames, spec) {
+		return Named(spec)
 	}
 	data, err := os.ReadFile(spec)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,24 +270,12 @@ func (c *Config) New() (*EPP, error) {
 	b := &builder{file: c.File, opts: o, byName: map[string]any{}, profiles: map[string]*profile{}}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
-		ok := false
-		for _, t := range topKeys {
-			if k.Value == t {
-				ok = true
-			}
-		}
-		if !ok {
+		if !slices.Contains(topKeys, k.Value) {
 			return nil, c.errAt(k, k.Value, "", "unknown top-level key; accepted: "+strings.Join(topKeys, ", "))
 		}
 	}
 	if v, ok := lookupKey(root, "apiVersion"); ok {
-		good := false
-		for _, a := range apiVersions {
-			if v.Value == a {
-				good = true
-			}
-		}
-		if !good {
+		if !slices.Contains(apiVersions, v.Value) {
 			return nil, c.errAt(v, "apiVersion", v.Value, "unsupported; accepted: "+strings.Join(apiVersions, ", "))
 		}
 	}
@@ -785,10 +774,8 @@ func builtinRef(s string) bool {
 
 // treeCycle reports whether a decision tree reaches one of its ancestors.
 func treeCycle(d *decisionTree, path []*decisionTree) bool {
-	for _, p := range path {
-		if p == d {
-			return true
-		}
+	if slices.Contains(path, d) {
+		return true
 	}
 	path = append(path, d)
 	for _, f := range []filterPlugin{d.current, d.onSuccess, d.onFailure, d.onEither} {

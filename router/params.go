@@ -2,6 +2,7 @@ package router
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,19 +45,11 @@ func (p *params) fail(n *yaml.Node, key, value, msg string) {
 // lookup returns the value node of key, nil when absent.
 func (p *params) lookup(key string) *yaml.Node {
 	p.known = append(p.known, key)
-	if p.node == nil || p.node.Kind != yaml.MappingNode {
+	v, ok := lookupKey(p.node, key)
+	if !ok || v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return nil
 	}
-	for i := 0; i+1 < len(p.node.Content); i += 2 {
-		if p.node.Content[i].Value == key {
-			v := p.node.Content[i+1]
-			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-				return nil
-			}
-			return v
-		}
-	}
-	return nil
+	return v
 }
 
 func (p *params) scalar(key string) (*yaml.Node, bool) {
@@ -181,14 +174,7 @@ func (p *params) done() error {
 	}
 	for i := 0; i+1 < len(p.node.Content); i += 2 {
 		k := p.node.Content[i]
-		found := false
-		for _, kn := range p.known {
-			if kn == k.Value {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(p.known, k.Value) {
 			allowed := append([]string(nil), p.known...)
 			sort.Strings(allowed)
 			allowed = dedup(allowed)

@@ -465,12 +465,8 @@ func buildPrefixScorer(b *builder, name string, p *params) (any, error) {
 	p.String("mode", &mode)
 	legacy := false
 	for _, k := range []string{"hashBlockSize", "maxPrefixBlocksToMatch", "lruCapacityPerServer", "blockSize", "blockSizeTokens", "autoTune", "maxPrefixTokensToMatch"} {
-		if p.node != nil && p.node.Kind == yaml.MappingNode {
-			for i := 0; i < len(p.node.Content); i += 2 {
-				if p.node.Content[i].Value == k {
-					legacy = true
-				}
-			}
+		if _, ok := lookupKey(p.node, k); ok {
+			legacy = true
 		}
 	}
 	switch mode {

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -171,7 +172,7 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	if len(col) != len(want) {
 		for _, h := range head {
-			if !contains(want, strings.TrimSpace(h)) {
+			if !slices.Contains(want, strings.TrimSpace(h)) {
 				return nil, errf(1, "", h, "unknown column: the header must hold "+strings.Join(want, ","))
 			}
 		}
@@ -266,15 +267,6 @@ func checkQuestions(f *File) error {
 		}
 	}
 	return nil
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parseCount reads a whole number written as an integer or, as pandas
