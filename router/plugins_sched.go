@@ -482,7 +482,7 @@ type noHitLRUScorer struct {
 	size  int
 	order []int // endpoint ids, oldest first
 	pos   []int // position in order, -1 when absent
-	cold  bool
+	cold  bool  // the request being scheduled was scored cold
 }
 
 func (s *noHitLRUScorer) start(e *EPP) {
@@ -529,6 +529,12 @@ func (s *noHitLRUScorer) score(c *cycle, eps []int, out []float64) {
 		}
 	}
 }
+
+// produce forgets the previous request's coldness before each request is
+// scheduled: llm-d keeps it in per-request plugin state, so a request whose
+// profiles never run the scorer (it sits only in a prefill profile the
+// decider skips) moves nothing in the LRU.
+func (s *noHitLRUScorer) produce(*cycle) { s.cold = false }
 
 func (s *noHitLRUScorer) touch(ep int) {
 	if p := s.pos[ep]; p >= 0 {
