@@ -67,7 +67,7 @@ func LoadAll(data []byte, file string) ([]*Config, error) {
 	}
 	var found []*Config
 	for _, d := range docs {
-		if err := collect(d, file, 0, "", &found); err != nil {
+		if err := collect(d, file, 0, 0, "", &found); err != nil {
 			return nil, err
 		}
 	}
@@ -112,11 +112,12 @@ func parseDocs(data []byte, file string, off int) ([]*yaml.Node, error) {
 }
 
 // collect finds configs under n: a mapping with kind EndpointPickerConfig,
-// a pluginsCustomConfig map, or a string that holds one.
-func collect(n *yaml.Node, file string, off int, path string, out *[]*Config) error {
+// a pluginsCustomConfig map, or a string that holds one. depth counts the
+// strings n is inside.
+func collect(n *yaml.Node, file string, off, depth int, path string, out *[]*Config) error {
 	if n.Kind == yaml.DocumentNode {
 		for _, c := range n.Content {
-			if err := collect(c, file, off, path, out); err != nil {
+			if err := collect(c, file, off, depth, path, out); err != nil {
 				return err
 			}
 		}
@@ -142,22 +143,22 @@ func collect(n *yaml.Node, file string, off int, path string, out *[]*Config) er
 			if f, ok := lookupKey(n, "pluginsConfigFile"); ok {
 				want = f.Value
 			}
-			return collectCustom(pc, want, file, off, join(path, "pluginsCustomConfig"), out)
+			return collectCustom(pc, want, file, off, depth, join(path, "pluginsCustomConfig"), out)
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := collect(n.Content[i+1], file, off, join(path, n.Content[i].Value), out); err != nil {
+			if err := collect(n.Content[i+1], file, off, depth, join(path, n.Content[i].Value), out); err != nil {
 				return err
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if err := collect(c, file, off, join(path, strconv.Itoa(i)), out); err != nil {
+			if err := collect(c, file, off, depth, join(path, strconv.Itoa(i)), out); err != nil {
 				return err
 			}
 		}
 	case yaml.ScalarNode:
 		if strings.Contains(n.Value, "EndpointPickerConfig") && strings.Contains(n.Value, "kind:") {
-			return collectString(n, file, off, path, out)
+			return collectString(n, file, off, depth, path, out)
 		}
 	}
 	return nil
@@ -170,7 +171,7 @@ func join(a, b string) string {
 	return a + "." + b
 }
 
-func collectCustom(pc *yaml.Node, want, file string, off int, path string, out *[]*Config) error {
+func collectCustom(pc *yaml.Node, want, file string, off, depth int, path string, out *[]*Config) error {
 	var names []string
 	for i := 0; i+1 < len(pc.Content); i += 2 {
 		names = append(names, pc.Content[i].Value)
@@ -181,21 +182,30 @@ func collectCustom(pc *yaml.Node, want, file string, off int, path string, out *
 			return &ConfigError{File: file, Line: pc.Line + off, Key: "pluginsConfigFile", Value: want,
 				Msg: "names no entry of pluginsCustomConfig (has: " + strings.Join(names, ", ") + "); a config built into the EPP image cannot be read"}
 		}
-		return collectString(v, file, off, path+"."+want, out)
+		return collectString(v, file, off, depth, path+"."+want, out)
 	}
 	for i := 0; i+1 < len(pc.Content); i += 2 {
-		if err := collectString(pc.Content[i+1], file, off, path+"."+pc.Content[i].Value, out); err != nil {
+		if err := collectString(pc.Content[i+1], file, off, depth, path+"."+pc.Content[i].Value, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// maxStringDepth bounds strings holding strings that hold a config (a Helm
+// value's string holds the config itself: depth 1).
+const maxStringDepth = 8
+
 // collectString parses an embedded config; its lines count from the line
-// after a block scalar's indicator.
-func collectString(n *yaml.Node, file string, off int, path string, out *[]*Config) error {
+// after a block scalar's indicator. A document that is the string itself
+// again (plain text such as "kind:x EndpointPickerConfig") holds nothing
+// more, and nesting stops at maxStringDepth, so the walk always ends.
+func collectString(n *yaml.Node, file string, off, depth int, path string, out *[]*Config) error {
 	if n.Kind != yaml.ScalarNode {
 		return &ConfigError{File: file, Line: n.Line + off, Key: path, Msg: "must be a string holding an EndpointPickerConfig"}
+	}
+	if depth >= maxStringDepth {
+		return &ConfigError{File: file, Line: n.Line + off, Key: path, Msg: fmt.Sprintf("strings holding strings nest more than %d deep here; put the EndpointPickerConfig in one string", maxStringDepth)}
 	}
 	inner := n.Line + off - 1
 	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
@@ -207,7 +217,10 @@ func collectString(n *yaml.Node, file string, off int, path string, out *[]*Conf
 	}
 	before := len(*out)
 	for _, d := range docs {
-		if err := collect(d, file, inner, path, out); err != nil {
+		if s := d.Content[0]; s.Kind == yaml.ScalarNode && s.Value == n.Value {
+			continue
+		}
+		if err := collect(d, file, inner, depth+1, path, out); err != nil {
 			return err
 		}
 	}

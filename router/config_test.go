@@ -198,3 +198,35 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// A string that reads as itself again (plain text naming the kind) or
+// strings nested without end stop with an error instead of recursing.
+func TestLoadSelfEmbeddingString(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"pluginsCustomConfig:\n 0: |\n        kind:0EndpointPickerConfig", "holds no EndpointPickerConfig"},
+		{"x: 'kind:x EndpointPickerConfig'", "holds no EndpointPickerConfig"},
+	} {
+		_, err := LoadAll([]byte(tc.yaml), "self.yaml")
+		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error saying %q", tc.yaml, err, tc.want)
+		}
+	}
+	// Each level a block scalar holding the next, deeper than anyone nests.
+	cfg := "kind: EndpointPickerConfig\n"
+	for range maxStringDepth + 1 {
+		cfg = "kind: x\nv: |\n" + indent(cfg)
+	}
+	if _, err := LoadAll([]byte(cfg), "deep.yaml"); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "nest more than") {
+		t.Errorf("deep nesting: %v", err)
+	}
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString("  " + l)
+		}
+	}
+	return b.String()
+}
