@@ -99,6 +99,10 @@ func TestConfigErrorsReadWell(t *testing.T) {
 		{"tree cycle", "kind: EndpointPickerConfig\nplugins:\n- type: decision-tree-filter\n  name: t\n  parameters:\n    current: {pluginRef: t}\n",
 			[]string{`plugins "t"`, "refers to itself"}},
 		{"flow quantity", "kind: EndpointPickerConfig\nflowControl:\n  maxRequests: lots\n", []string{"x.yaml:3:", `maxRequests "lots"`, "Kubernetes quantity"}},
+		{"precise block size", "kind: EndpointPickerConfig\nplugins:\n- type: precise-prefix-cache-scorer\n  parameters:\n    tokenProcessorConfig:\n      blockSize: 16x\n",
+			[]string{"x.yaml:6:", `tokenProcessorConfig.blockSize "16x"`, "must be an integer"}},
+		{"precise indexer block size", "kind: EndpointPickerConfig\nplugins:\n- type: precise-prefix-cache-producer\n  parameters:\n    indexerConfig:\n      tokenProcessorConfig: {blockSize: [16]}\n",
+			[]string{"x.yaml:6:", "indexerConfig.tokenProcessorConfig.blockSize", "single value"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

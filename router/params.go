@@ -70,12 +70,18 @@ func (p *params) Int(key string, dst *int) bool {
 	if !ok {
 		return false
 	}
+	return p.intValue(v, "parameters."+key, dst)
+}
+
+// intValue reads the integer in scalar v (YAML ints, quoted ints, or
+// floats with no fraction); name is its key for errors.
+func (p *params) intValue(v *yaml.Node, name string, dst *int) bool {
 	s := strings.TrimSpace(v.Value)
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			p.fail(v, "parameters."+key, v.Value, "must be an integer")
+			p.fail(v, name, v.Value, "must be an integer")
 			return false
 		}
 		n = int64(f)

@@ -519,29 +519,28 @@ func buildPrecise(b *builder, _ string, p *params) (any, error) { return precise
 // index (default 5ms).
 func preciseFrom(b *builder, p *params) (*preciseProducer, error) {
 	pp := &preciseProducer{blockSize: 16, delay: b.opts.KVEventDelay}
-	findInt := func(n *yaml.Node, path ...string) (int, *yaml.Node) {
+	// findInt reads the integer at path under n into dst, reporting whether
+	// it is there; name is its full key for errors.
+	findInt := func(dst *int, n *yaml.Node, name string, path ...string) bool {
 		for _, k := range path {
 			v, ok := lookupKey(n, k)
 			if !ok {
-				return 0, nil
+				return false
 			}
 			n = v
 		}
-		var x int
-		if _, err := fmt.Sscan(n.Value, &x); err != nil {
-			return 0, n
+		if n.Kind != yaml.ScalarNode {
+			p.fail(n, name, "", "must be a single value, not a list or mapping")
+			return true
 		}
-		return x, n
+		p.intValue(n, name, dst)
+		return true
 	}
 	tp, ic := p.Node("tokenProcessorConfig"), p.Node("indexerConfig")
-	if v, n := findInt(tp, "blockSize"); n != nil {
-		pp.blockSize = v
-	} else if v, n := findInt(ic, "tokenProcessorConfig", "blockSize"); n != nil {
-		pp.blockSize = v
+	if !findInt(&pp.blockSize, tp, "parameters.tokenProcessorConfig.blockSize", "blockSize") {
+		findInt(&pp.blockSize, ic, "parameters.indexerConfig.tokenProcessorConfig.blockSize", "tokenProcessorConfig", "blockSize")
 	}
-	if v, n := findInt(ic, "kvBlockIndexConfig", "maxPrefixBlocksToMatch"); n != nil {
-		pp.maxBlocks = v
-	}
+	findInt(&pp.maxBlocks, ic, "parameters.indexerConfig.kvBlockIndexConfig.maxPrefixBlocksToMatch", "kvBlockIndexConfig", "maxPrefixBlocksToMatch")
 	if pp.blockSize <= 0 {
 		p.fail(tp, "parameters.tokenProcessorConfig.blockSize", fmt.Sprint(pp.blockSize), "must be > 0 (the engines' block size)")
 	}
