@@ -257,7 +257,6 @@ type builder struct {
 	prefixUsers  []prefixUser
 	affinity     []*prefixAffinityFilter
 	needInflight bool
-	hasInflight  bool
 	needLatency  bool
 	hasKV        bool
 }
@@ -428,8 +427,7 @@ func (c *Config) New() (*EPP, error) {
 			// RegisterAsDefaultProducer: a consumer of PrefixCacheMatchInfo
 			// with no producer gets approx-prefix-cache-producer defaults.
 			a, _ := buildApprox(newParams(c.File, "approx-prefix-cache-producer", nil), false)
-			b.byName["approx-prefix-cache-producer"] = a
-			b.names = append(b.names, "approx-prefix-cache-producer")
+			b.addImplicit("approx-prefix-cache-producer", a)
 			auto = a
 		}
 		u.set(auto)
@@ -439,8 +437,7 @@ func (c *Config) New() (*EPP, error) {
 		if len(sources) > 0 {
 			l.src = b.byName[sources[0]].(prefixSource)
 		}
-		b.byName["predicted-latency-producer"] = l
-		b.names = append(b.names, "predicted-latency-producer")
+		b.addImplicit("predicted-latency-producer", l)
 	}
 	for _, f := range b.affinity {
 		for _, n := range b.names {
@@ -449,9 +446,8 @@ func (c *Config) New() (*EPP, error) {
 			}
 		}
 	}
-	if b.needInflight && !b.hasInflight {
-		b.byName["inflight-load-producer"] = inflightProducer{}
-		b.names = append(b.names, "inflight-load-producer")
+	if b.needInflight && !b.has(func(v any) bool { _, ok := v.(inflightProducer); return ok }) {
+		b.addImplicit("inflight-load-producer", inflightProducer{})
 	}
 	for _, n := range b.names {
 		b.adopt(e, b.byName[n])
@@ -529,6 +525,24 @@ func shift(n *yaml.Node, off int) {
 	for _, c := range n.Content {
 		shift(c, off)
 	}
+}
+
+// addImplicit adds a plugin the config did not declare (a producer its
+// consumers need) under its type name, or, when a declared plugin already
+// has that name, the first of name-2, name-3, … that is free: the declared
+// plugin keeps its name and its hooks.
+func (b *builder) addImplicit(name string, v any) {
+	n := name
+	for i := 2; b.taken(n); i++ {
+		n = name + "-" + strconv.Itoa(i)
+	}
+	b.byName[n] = v
+	b.names = append(b.names, n)
+}
+
+func (b *builder) taken(name string) bool {
+	_, ok := b.byName[name]
+	return ok
 }
 
 func (b *builder) has(f func(any) bool) bool {

@@ -234,3 +234,42 @@ func indent(s string) string {
 	}
 	return b.String()
 }
+
+// A declared plugin named like a producer the builder adds keeps its name
+// and hooks; the added producer takes the next free name and runs once.
+func TestImplicitProducerNameClash(t *testing.T) {
+	c, err := Load([]byte(`kind: EndpointPickerConfig
+plugins:
+- type: session-affinity-scorer
+  name: inflight-load-producer
+- type: active-request-scorer
+- type: max-score-picker
+schedulingProfiles:
+- name: default
+  plugins:
+  - pluginRef: inflight-load-producer
+  - pluginRef: active-request-scorer
+  - pluginRef: max-score-picker
+`), "clash.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inflight, session := 0, 0
+	for _, p := range e.pre {
+		if _, ok := p.(inflightProducer); ok {
+			inflight++
+		}
+	}
+	for _, d := range e.done {
+		if _, ok := d.(*sessionAffinityScorer); ok {
+			session++
+		}
+	}
+	if inflight != 1 || session != 1 {
+		t.Fatalf("in-flight producer PreRequest hooks %d, session-affinity completion hooks %d; want 1 and 1", inflight, session)
+	}
+}

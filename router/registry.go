@@ -252,12 +252,8 @@ func noParams(v any) func(*builder, string, *params) (any, error) {
 // fresh builds a parameterless plugin; mk must return a new value for
 // stateful plugins so routers built from one config share nothing.
 func fresh(mk func() any) func(*builder, string, *params) (any, error) {
-	return func(b *builder, _ string, p *params) (any, error) {
-		v := mk()
-		if _, ok := v.(inflightProducer); ok {
-			b.hasInflight = true
-		}
-		return v, p.done()
+	return func(_ *builder, _ string, p *params) (any, error) {
+		return mk(), p.done()
 	}
 }
 
