@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -91,10 +92,8 @@ func Named(name string) (Router, error) {
 // Open returns the built-in router called spec, or else the router of the
 // llm-d config in the file at path spec (see Load).
 func Open(spec string) (Router, error) {
-	for _, n := range builtinNames {
-		if n == spec {
-			return Named(spec)
-		}
+	if slices.Contains(builtinNames, spec) {
+		return Named(spec)
 	}
 	data, err := os.ReadFile(spec)
 	if err != nil {
@@ -134,6 +133,7 @@ type simple struct {
 	rng      *rand.Rand
 	inflight []int
 	out      []Assignment
+	handed   []Assignment // the slice Ready last returned (see handOver)
 	// k8s-service connection pool
 	idle       []conn
 	keepAlive  time.Duration
@@ -223,11 +223,7 @@ func (s *simple) Submit(now time.Duration, r *Request) {
 	s.out = append(s.out, Assignment{Req: r, Endpoint: ep, Prefill: -1})
 }
 
-func (s *simple) Ready(time.Duration) []Assignment {
-	out := s.out
-	s.out = s.out[:0]
-	return out
-}
+func (s *simple) Ready(time.Duration) []Assignment { return handOver(&s.out, &s.handed) }
 
 func (s *simple) Finished(now time.Duration, r *Request, ep int) {
 	if ep < 0 || ep >= s.n {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func LoadAll(data []byte, file string) ([]*Config, error) {
 	}
 	var found []*Config
 	for _, d := range docs {
-		if err := collect(d, file, 0, "", &found); err != nil {
+		if err := collect(d, file, 0, 0, "", &found); err != nil {
 			return nil, err
 		}
 	}
@@ -111,11 +112,12 @@ func parseDocs(data []byte, file string, off int) ([]*yaml.Node, error) {
 }
 
 // collect finds configs under n: a mapping with kind EndpointPickerConfig,
-// a pluginsCustomConfig map, or a string that holds one.
-func collect(n *yaml.Node, file string, off int, path string, out *[]*Config) error {
+// a pluginsCustomConfig map, or a string that holds one. depth counts the
+// strings n is inside.
+func collect(n *yaml.Node, file string, off, depth int, path string, out *[]*Config) error {
 	if n.Kind == yaml.DocumentNode {
 		for _, c := range n.Content {
-			if err := collect(c, file, off, path, out); err != nil {
+			if err := collect(c, file, off, depth, path, out); err != nil {
 				return err
 			}
 		}
@@ -141,22 +143,22 @@ func collect(n *yaml.Node, file string, off int, path string, out *[]*Config) er
 			if f, ok := lookupKey(n, "pluginsConfigFile"); ok {
 				want = f.Value
 			}
-			return collectCustom(pc, want, file, off, join(path, "pluginsCustomConfig"), out)
+			return collectCustom(pc, want, file, off, depth, join(path, "pluginsCustomConfig"), out)
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := collect(n.Content[i+1], file, off, join(path, n.Content[i].Value), out); err != nil {
+			if err := collect(n.Content[i+1], file, off, depth, join(path, n.Content[i].Value), out); err != nil {
 				return err
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if err := collect(c, file, off, join(path, strconv.Itoa(i)), out); err != nil {
+			if err := collect(c, file, off, depth, join(path, strconv.Itoa(i)), out); err != nil {
 				return err
 			}
 		}
 	case yaml.ScalarNode:
 		if strings.Contains(n.Value, "EndpointPickerConfig") && strings.Contains(n.Value, "kind:") {
-			return collectString(n, file, off, path, out)
+			return collectString(n, file, off, depth, path, out)
 		}
 	}
 	return nil
@@ -169,7 +171,7 @@ func join(a, b string) string {
 	return a + "." + b
 }
 
-func collectCustom(pc *yaml.Node, want, file string, off int, path string, out *[]*Config) error {
+func collectCustom(pc *yaml.Node, want, file string, off, depth int, path string, out *[]*Config) error {
 	var names []string
 	for i := 0; i+1 < len(pc.Content); i += 2 {
 		names = append(names, pc.Content[i].Value)
@@ -180,21 +182,30 @@ func collectCustom(pc *yaml.Node, want, file string, off int, path string, out *
 			return &ConfigError{File: file, Line: pc.Line + off, Key: "pluginsConfigFile", Value: want,
 				Msg: "names no entry of pluginsCustomConfig (has: " + strings.Join(names, ", ") + "); a config built into the EPP image cannot be read"}
 		}
-		return collectString(v, file, off, path+"."+want, out)
+		return collectString(v, file, off, depth, path+"."+want, out)
 	}
 	for i := 0; i+1 < len(pc.Content); i += 2 {
-		if err := collectString(pc.Content[i+1], file, off, path+"."+pc.Content[i].Value, out); err != nil {
+		if err := collectString(pc.Content[i+1], file, off, depth, path+"."+pc.Content[i].Value, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// maxStringDepth bounds strings holding strings that hold a config (a Helm
+// value's string holds the config itself: depth 1).
+const maxStringDepth = 8
+
 // collectString parses an embedded config; its lines count from the line
-// after a block scalar's indicator.
-func collectString(n *yaml.Node, file string, off int, path string, out *[]*Config) error {
+// after a block scalar's indicator. A document that is the string itself
+// again (plain text such as "kind:x EndpointPickerConfig") holds nothing
+// more, and nesting stops at maxStringDepth, so the walk always ends.
+func collectString(n *yaml.Node, file string, off, depth int, path string, out *[]*Config) error {
 	if n.Kind != yaml.ScalarNode {
 		return &ConfigError{File: file, Line: n.Line + off, Key: path, Msg: "must be a string holding an EndpointPickerConfig"}
+	}
+	if depth >= maxStringDepth {
+		return &ConfigError{File: file, Line: n.Line + off, Key: path, Msg: fmt.Sprintf("strings holding strings nest more than %d deep here; put the EndpointPickerConfig in one string", maxStringDepth)}
 	}
 	inner := n.Line + off - 1
 	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
@@ -206,7 +217,10 @@ func collectString(n *yaml.Node, file string, off int, path string, out *[]*Conf
 	}
 	before := len(*out)
 	for _, d := range docs {
-		if err := collect(d, file, inner, path, out); err != nil {
+		if s := d.Content[0]; s.Kind == yaml.ScalarNode && s.Value == n.Value {
+			continue
+		}
+		if err := collect(d, file, inner, depth+1, path, out); err != nil {
 			return err
 		}
 	}
@@ -243,7 +257,6 @@ type builder struct {
 	prefixUsers  []prefixUser
 	affinity     []*prefixAffinityFilter
 	needInflight bool
-	hasInflight  bool
 	needLatency  bool
 	hasKV        bool
 }
@@ -266,28 +279,15 @@ func (c *Config) New() (*EPP, error) {
 	if o.KVEventDelay == 0 {
 		o.KVEventDelay = DefaultKVEventDelay
 	}
-	// Line numbers: shift every node once so plugin params report file lines.
 	b := &builder{file: c.File, opts: o, byName: map[string]any{}, profiles: map[string]*profile{}}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]
-		ok := false
-		for _, t := range topKeys {
-			if k.Value == t {
-				ok = true
-			}
-		}
-		if !ok {
+		if !slices.Contains(topKeys, k.Value) {
 			return nil, c.errAt(k, k.Value, "", "unknown top-level key; accepted: "+strings.Join(topKeys, ", "))
 		}
 	}
 	if v, ok := lookupKey(root, "apiVersion"); ok {
-		good := false
-		for _, a := range apiVersions {
-			if v.Value == a {
-				good = true
-			}
-		}
-		if !good {
+		if !slices.Contains(apiVersions, v.Value) {
 			return nil, c.errAt(v, "apiVersion", v.Value, "unsupported; accepted: "+strings.Join(apiVersions, ", "))
 		}
 	}
@@ -304,7 +304,7 @@ func (c *Config) New() (*EPP, error) {
 	if pl != nil && pl.Kind != yaml.SequenceNode && pl.Tag != "!!null" {
 		return nil, c.errAt(pl, "plugins", "", "must be a list of {type, name, parameters}")
 	}
-	e := &EPP{cfg: c, scrape: o.ScrapeInterval, profiles: b.profiles}
+	e := &EPP{scrape: o.ScrapeInterval}
 	if pl != nil {
 		for _, pn := range pl.Content {
 			var typ, name string
@@ -427,8 +427,7 @@ func (c *Config) New() (*EPP, error) {
 			// RegisterAsDefaultProducer: a consumer of PrefixCacheMatchInfo
 			// with no producer gets approx-prefix-cache-producer defaults.
 			a, _ := buildApprox(newParams(c.File, "approx-prefix-cache-producer", nil), false)
-			b.byName["approx-prefix-cache-producer"] = a
-			b.names = append(b.names, "approx-prefix-cache-producer")
+			b.addImplicit("approx-prefix-cache-producer", a)
 			auto = a
 		}
 		u.set(auto)
@@ -438,8 +437,7 @@ func (c *Config) New() (*EPP, error) {
 		if len(sources) > 0 {
 			l.src = b.byName[sources[0]].(prefixSource)
 		}
-		b.byName["predicted-latency-producer"] = l
-		b.names = append(b.names, "predicted-latency-producer")
+		b.addImplicit("predicted-latency-producer", l)
 	}
 	for _, f := range b.affinity {
 		for _, n := range b.names {
@@ -448,9 +446,8 @@ func (c *Config) New() (*EPP, error) {
 			}
 		}
 	}
-	if b.needInflight && !b.hasInflight {
-		b.byName["inflight-load-producer"] = inflightProducer{}
-		b.names = append(b.names, "inflight-load-producer")
+	if b.needInflight && !b.has(func(v any) bool { _, ok := v.(inflightProducer); return ok }) {
+		b.addImplicit("inflight-load-producer", inflightProducer{})
 	}
 	for _, n := range b.names {
 		b.adopt(e, b.byName[n])
@@ -528,6 +525,24 @@ func shift(n *yaml.Node, off int) {
 	for _, c := range n.Content {
 		shift(c, off)
 	}
+}
+
+// addImplicit adds a plugin the config did not declare (a producer its
+// consumers need) under its type name, or, when a declared plugin already
+// has that name, the first of name-2, name-3, … that is free: the declared
+// plugin keeps its name and its hooks.
+func (b *builder) addImplicit(name string, v any) {
+	n := name
+	for i := 2; b.taken(n); i++ {
+		n = name + "-" + strconv.Itoa(i)
+	}
+	b.byName[n] = v
+	b.names = append(b.names, n)
+}
+
+func (b *builder) taken(name string) bool {
+	_, ok := b.byName[name]
+	return ok
 }
 
 func (b *builder) has(f func(any) bool) bool {
@@ -786,10 +801,8 @@ func builtinRef(s string) bool {
 
 // treeCycle reports whether a decision tree reaches one of its ancestors.
 func treeCycle(d *decisionTree, path []*decisionTree) bool {
-	for _, p := range path {
-		if p == d {
-			return true
-		}
+	if slices.Contains(path, d) {
+		return true
 	}
 	path = append(path, d)
 	for _, f := range []filterPlugin{d.current, d.onSuccess, d.onFailure, d.onEither} {

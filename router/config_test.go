@@ -99,6 +99,10 @@ func TestConfigErrorsReadWell(t *testing.T) {
 		{"tree cycle", "kind: EndpointPickerConfig\nplugins:\n- type: decision-tree-filter\n  name: t\n  parameters:\n    current: {pluginRef: t}\n",
 			[]string{`plugins "t"`, "refers to itself"}},
 		{"flow quantity", "kind: EndpointPickerConfig\nflowControl:\n  maxRequests: lots\n", []string{"x.yaml:3:", `maxRequests "lots"`, "Kubernetes quantity"}},
+		{"precise block size", "kind: EndpointPickerConfig\nplugins:\n- type: precise-prefix-cache-scorer\n  parameters:\n    tokenProcessorConfig:\n      blockSize: 16x\n",
+			[]string{"x.yaml:6:", `tokenProcessorConfig.blockSize "16x"`, "must be an integer"}},
+		{"precise indexer block size", "kind: EndpointPickerConfig\nplugins:\n- type: precise-prefix-cache-producer\n  parameters:\n    indexerConfig:\n      tokenProcessorConfig: {blockSize: [16]}\n",
+			[]string{"x.yaml:6:", "indexerConfig.tokenProcessorConfig.blockSize", "single value"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,4 +201,75 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A string that reads as itself again (plain text naming the kind) or
+// strings nested without end stop with an error instead of recursing.
+func TestLoadSelfEmbeddingString(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"pluginsCustomConfig:\n 0: |\n        kind:0EndpointPickerConfig", "holds no EndpointPickerConfig"},
+		{"x: 'kind:x EndpointPickerConfig'", "holds no EndpointPickerConfig"},
+	} {
+		_, err := LoadAll([]byte(tc.yaml), "self.yaml")
+		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error saying %q", tc.yaml, err, tc.want)
+		}
+	}
+	// Each level a block scalar holding the next, deeper than anyone nests.
+	cfg := "kind: EndpointPickerConfig\n"
+	for range maxStringDepth + 1 {
+		cfg = "kind: x\nv: |\n" + indent(cfg)
+	}
+	if _, err := LoadAll([]byte(cfg), "deep.yaml"); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "nest more than") {
+		t.Errorf("deep nesting: %v", err)
+	}
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString("  " + l)
+		}
+	}
+	return b.String()
+}
+
+// A declared plugin named like a producer the builder adds keeps its name
+// and hooks; the added producer takes the next free name and runs once.
+func TestImplicitProducerNameClash(t *testing.T) {
+	c, err := Load([]byte(`kind: EndpointPickerConfig
+plugins:
+- type: session-affinity-scorer
+  name: inflight-load-producer
+- type: active-request-scorer
+- type: max-score-picker
+schedulingProfiles:
+- name: default
+  plugins:
+  - pluginRef: inflight-load-producer
+  - pluginRef: active-request-scorer
+  - pluginRef: max-score-picker
+`), "clash.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inflight, session := 0, 0
+	for _, p := range e.pre {
+		if _, ok := p.(inflightProducer); ok {
+			inflight++
+		}
+	}
+	for _, d := range e.done {
+		if _, ok := d.(*sessionAffinityScorer); ok {
+			session++
+		}
+	}
+	if inflight != 1 || session != 1 {
+		t.Fatalf("in-flight producer PreRequest hooks %d, session-affinity completion hooks %d; want 1 and 1", inflight, session)
+	}
 }

@@ -118,7 +118,6 @@ type cycle struct {
 	// predicted latency per endpoint (predicted-latency-producer)
 	predTTFT, predTPOT []float64
 	havePred           bool
-	prefillStage       bool // true while the prefill profile runs
 }
 
 // alloc returns an n-int slice valid until the next request.
@@ -134,13 +133,11 @@ func (c *cycle) alloc(n int) []int {
 
 // EPP is a Router built from an EndpointPickerConfig.
 type EPP struct {
-	cfg      *Config
 	eps      []Endpoint
 	st       []epState
 	rng      *rand.Rand
 	scrape   time.Duration
 	handler  profileHandler
-	profiles map[string]*profile
 	order    []*profile
 	prod     []producerPlugin
 	pre      []preRequestPlugin
@@ -152,6 +149,7 @@ type EPP struct {
 	recs     map[int64]*routed
 	free     []*routed
 	out      []Assignment
+	handed   []Assignment // the slice Ready last returned (see handOver)
 	c        cycle
 	started  bool
 	starters []interface{ start(e *EPP) }
@@ -235,9 +233,17 @@ func (e *EPP) Ready(now time.Duration) []Assignment {
 		e.flow.expire(now)
 		e.dispatch(now)
 	}
-	out := e.out
-	e.out = e.out[:0]
-	return out
+	return handOver(&e.out, &e.handed)
+}
+
+// handOver returns the decisions collected in *out and starts collecting in
+// the buffer handed out before, so the slice returned stays unchanged until
+// the next Ready: the loop acts on it while submitting and finishing
+// requests, and the decisions those calls make go to the other buffer.
+func handOver(out, handed *[]Assignment) []Assignment {
+	got := *out
+	*out, *handed = (*handed)[:0], got
+	return got
 }
 
 // Wake implements Router.
@@ -269,7 +275,7 @@ func (e *EPP) reject(r *Request, reason string) {
 
 func (e *EPP) begin(now time.Duration, r *Request) *cycle {
 	c := &e.c
-	c.now, c.req, c.used, c.havePred, c.prefillStage = now, r, 0, false, false
+	c.now, c.req, c.used, c.havePred = now, r, 0, false
 	return c
 }
 

@@ -39,8 +39,7 @@ type bandLimits struct {
 type band struct {
 	priority int
 	lim      bandLimits
-	q        []queued
-	headIdx  int
+	q        fifo[queued]
 	bytes    int64
 }
 
@@ -52,7 +51,8 @@ type queued struct {
 
 func (f *flowControl) reset() {
 	for _, b := range f.bands {
-		b.q, b.headIdx, b.bytes = b.q[:0], 0, 0
+		b.q.reset()
+		b.bytes = 0
 	}
 	f.queued, f.bytes = 0, 0
 }
@@ -82,18 +82,18 @@ func (f *flowControl) enqueue(now time.Duration, r *Request) {
 		f.e.reject(r, "flow control: queue at capacity")
 		return
 	}
-	b.q = append(b.q, queued{r: r, at: now, len: n})
+	b.q.push(queued{r: r, at: now, len: n})
 	b.bytes += n
 	f.queued++
 	f.bytes += n
 }
 
-func (b *band) size() int { return len(b.q) - b.headIdx }
+func (b *band) size() int { return b.q.len() }
 
 func (f *flowControl) head() *Request {
 	for _, b := range f.bands {
 		if b.size() > 0 {
-			return b.q[b.headIdx].r
+			return b.q.front().r
 		}
 	}
 	return nil
@@ -110,15 +110,10 @@ func (f *flowControl) pop() {
 
 // dropHead removes b's oldest request from the queue's accounts.
 func (f *flowControl) dropHead(b *band) {
-	q := b.q[b.headIdx]
-	b.q[b.headIdx] = queued{}
-	b.headIdx++
+	q := b.q.pop()
 	b.bytes -= q.len
 	f.bytes -= q.len
 	f.queued--
-	if b.headIdx == len(b.q) {
-		b.q, b.headIdx = b.q[:0], 0
-	}
 }
 
 // expire rejects every queued request whose TTL has passed.
@@ -128,8 +123,8 @@ func (f *flowControl) expire(now time.Duration) {
 	}
 	for _, b := range f.bands {
 		// FIFO: the oldest items are at the head.
-		for b.size() > 0 && now-b.q[b.headIdx].at >= f.ttl {
-			f.e.reject(b.q[b.headIdx].r, "flow control: request TTL expired in queue")
+		for b.size() > 0 && now-b.q.front().at >= f.ttl {
+			f.e.reject(b.q.front().r, "flow control: request TTL expired in queue")
 			f.dropHead(b)
 		}
 	}
@@ -142,7 +137,7 @@ func (f *flowControl) nextExpiry() time.Duration {
 	next := time.Duration(math.MaxInt64)
 	for _, b := range f.bands {
 		if b.size() > 0 {
-			if t := b.q[b.headIdx].at + f.ttl; t < next {
+			if t := b.q.front().at + f.ttl; t < next {
 				next = t
 			}
 		}

@@ -97,40 +97,47 @@ func (m *hmap) grow() {
 	}
 }
 
-// epIndex maps a block hash to the set of endpoints holding it: the sets
-// live in a slab, the table holds their slot numbers.
+// epIndex maps a block hash to the endpoints holding it: the sets live in
+// a slab, the table holds their slot numbers, and freed slots are reused.
 type epIndex struct {
 	m    *hmap
-	sets []epSet
+	sets []holders
 	free []int32
 }
 
 func newEPIndex() *epIndex { return &epIndex{m: newHmap(1024)} }
 
 // get returns the set holding h, nil when no endpoint does.
-func (x *epIndex) get(h uint64) *epSet {
+func (x *epIndex) get(h uint64) *holders {
 	if i, ok := x.m.get(h); ok {
 		return &x.sets[i]
 	}
 	return nil
 }
 
-// add records that ep holds h.
-func (x *epIndex) add(h uint64, ep int32) {
+// entry returns the slot of h's set, creating an empty one when none
+// holds it.
+func (x *epIndex) entry(h uint64) int32 {
 	if i, ok := x.m.get(h); ok {
-		x.sets[i].add(ep)
-		return
+		return i
 	}
 	var i int32
 	if n := len(x.free); n > 0 {
 		i, x.free = x.free[n-1], x.free[:n-1]
-		x.sets[i].first, x.sets[i].more = -1, x.sets[i].more[:0]
+		x.sets[i].first.ep, x.sets[i].more = -1, x.sets[i].more[:0]
 	} else {
-		x.sets = append(x.sets, epSet{first: -1})
+		x.sets = append(x.sets, holders{first: epNode{ep: -1}})
 		i = int32(len(x.sets) - 1)
 	}
-	x.sets[i].add(ep)
 	x.m.put(h, i)
+	return i
+}
+
+// add records that ep holds h.
+func (x *epIndex) add(h uint64, ep int32) {
+	if s := &x.sets[x.entry(h)]; !s.has(ep) {
+		s.add(epNode{ep: ep})
+	}
 }
 
 // remove records that ep no longer holds h.
@@ -139,7 +146,7 @@ func (x *epIndex) remove(h uint64, ep int32) {
 	if !ok {
 		return
 	}
-	if x.sets[i].remove(ep) {
+	if x.sets[i].drop(ep) {
 		x.m.del(h)
 		x.free = append(x.free, i)
 	}

@@ -2,89 +2,10 @@ package router
 
 import "time"
 
-// epSet is the set of endpoints holding one block hash; the first member is
-// stored inline so the common single-holder case allocates nothing.
-type epSet struct {
-	first int32 // -1: empty
-	more  []int32
-}
-
-func (s *epSet) has(ep int32) bool {
-	if s.first == ep {
-		return true
-	}
-	for _, e := range s.more {
-		if e == ep {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *epSet) add(ep int32) {
-	if s.has(ep) {
-		return
-	}
-	if s.first < 0 {
-		s.first = ep
-		return
-	}
-	s.more = append(s.more, ep)
-}
-
-// remove deletes ep and reports whether the set is now empty.
-func (s *epSet) remove(ep int32) bool {
-	if s.first == ep {
-		if n := len(s.more); n > 0 {
-			s.first = s.more[n-1]
-			s.more = s.more[:n-1]
-		} else {
-			s.first = -1
-		}
-	} else {
-		for i, e := range s.more {
-			if e == ep {
-				s.more[i] = s.more[len(s.more)-1]
-				s.more = s.more[:len(s.more)-1]
-				break
-			}
-		}
-	}
-	return s.first < 0
-}
-
-func (s *epSet) each(f func(ep int32)) {
-	if s.first < 0 {
-		return
-	}
-	f(s.first)
-	for _, e := range s.more {
-		f(e)
-	}
-}
-
-// approxIndex mirrors llm-d's approximate prefix indexer
-// (requestcontrol/dataproducer/approximateprefix @ 520af478): for every
-// endpoint an LRU of the block hashes of the prompts routed there, capped
-// at that endpoint's capacity; a lookup walks a prompt's blocks and counts,
-// per endpoint, the ones it holds.
-//
-// One table maps a hash to its holders, and each holder carries its node
-// in its endpoint's LRU, so inserting a block touches the table once and
-// evicting one twice: this index churns at the request rate times the
-// prompt's blocks (every routed prompt's blocks go in, as many old ones
-// come out), which makes it the router's hot path.
-type approxIndex struct {
-	tab   *hmap     // hash → index into ents
-	ents  []holders // who holds each hash
-	free  []int32   // free ents
-	lrus  []epLRU   // per endpoint
-	nodes []lruNode // every endpoint's LRU nodes
-	nfree int32     // free list of nodes (−1: none)
-}
-
-// holders is the endpoints holding one hash, each with its LRU node; the
-// first is inline so the common single holder allocates nothing.
+// holders is the set of endpoints holding one block hash, each with a
+// node of the holder's own (its LRU node in the approximate index, unused
+// in the precise one); the first member is inline so the common single
+// holder allocates nothing.
 type holders struct {
 	first epNode // ep −1: none
 	more  []epNode
@@ -92,26 +13,7 @@ type holders struct {
 
 type epNode struct{ ep, node int32 }
 
-// epLRU is one endpoint's LRU, a doubly linked list through nodes.
-type epLRU struct {
-	head, tail int32 // head: most recent; −1: empty
-	n          int
-}
-
-type lruNode struct {
-	h          uint64
-	prev, next int32
-}
-
-func newApproxIndex(n int) *approxIndex {
-	x := &approxIndex{tab: newHmap(1024), lrus: make([]epLRU, n), nfree: -1}
-	for i := range x.lrus {
-		x.lrus[i] = epLRU{head: -1, tail: -1}
-	}
-	return x
-}
-
-// find returns ep's node in hs, −1 when ep does not hold the hash.
+// find returns ep's node, −1 when ep does not hold the hash.
 func (hs *holders) find(ep int32) int32 {
 	if hs.first.ep == ep {
 		return hs.first.node
@@ -122,6 +24,17 @@ func (hs *holders) find(ep int32) int32 {
 		}
 	}
 	return -1
+}
+
+func (hs *holders) has(ep int32) bool { return hs.find(ep) >= 0 }
+
+// add puts n's endpoint in the set; it must not hold the hash yet.
+func (hs *holders) add(n epNode) {
+	if hs.first.ep < 0 {
+		hs.first = n
+		return
+	}
+	hs.more = append(hs.more, n)
 }
 
 // drop removes ep and reports whether no endpoint holds the hash now.
@@ -142,6 +55,53 @@ func (hs *holders) drop(ep int32) bool {
 		}
 	}
 	return hs.first.ep < 0
+}
+
+func (hs *holders) each(f func(ep int32)) {
+	if hs.first.ep < 0 {
+		return
+	}
+	f(hs.first.ep)
+	for _, e := range hs.more {
+		f(e.ep)
+	}
+}
+
+// approxIndex mirrors llm-d's approximate prefix indexer
+// (requestcontrol/dataproducer/approximateprefix @ 520af478): for every
+// endpoint an LRU of the block hashes of the prompts routed there, capped
+// at that endpoint's capacity; a lookup walks a prompt's blocks and counts,
+// per endpoint, the ones it holds.
+//
+// One table maps a hash to its holders, and each holder carries its node
+// in its endpoint's LRU, so inserting a block touches the table once and
+// evicting one twice: this index churns at the request rate times the
+// prompt's blocks (every routed prompt's blocks go in, as many old ones
+// come out), which makes it the router's hot path.
+type approxIndex struct {
+	held  *epIndex  // who holds each hash, each holder with its LRU node
+	lrus  []epLRU   // per endpoint
+	nodes []lruNode // every endpoint's LRU nodes
+	nfree int32     // free list of nodes (−1: none)
+}
+
+// epLRU is one endpoint's LRU, a doubly linked list through nodes.
+type epLRU struct {
+	head, tail int32 // head: most recent; −1: empty
+	n          int
+}
+
+type lruNode struct {
+	h          uint64
+	prev, next int32
+}
+
+func newApproxIndex(n int) *approxIndex {
+	x := &approxIndex{held: newEPIndex(), lrus: make([]epLRU, n), nfree: -1}
+	for i := range x.lrus {
+		x.lrus[i] = epLRU{head: -1, tail: -1}
+	}
+	return x
 }
 
 func (x *approxIndex) unlink(l *epLRU, i int32) {
@@ -170,30 +130,13 @@ func (x *approxIndex) pushFront(l *epLRU, i int32) {
 	}
 }
 
-// entry returns h's holders, creating an empty set when none holds it.
-func (x *approxIndex) entry(h uint64) int32 {
-	if e, ok := x.tab.get(h); ok {
-		return e
-	}
-	var e int32
-	if n := len(x.free); n > 0 {
-		e, x.free = x.free[n-1], x.free[:n-1]
-		x.ents[e].first.ep, x.ents[e].more = -1, x.ents[e].more[:0]
-	} else {
-		x.ents = append(x.ents, holders{first: epNode{ep: -1}})
-		e = int32(len(x.ents) - 1)
-	}
-	x.tab.put(h, e)
-	return e
-}
-
 // add records a routed prompt's blocks on ep, most recent last; ep's LRU
 // holds at most capacity blocks, the least recently routed going first.
 func (x *approxIndex) add(hashes []uint64, ep int, capacity int) {
 	e32, l := int32(ep), &x.lrus[ep]
 	for _, h := range hashes {
-		ei := x.entry(h)
-		if nd := x.ents[ei].find(e32); nd >= 0 {
+		ei := x.held.entry(h)
+		if nd := x.held.sets[ei].find(e32); nd >= 0 {
 			x.unlink(l, nd)
 			x.pushFront(l, nd)
 			continue
@@ -204,11 +147,7 @@ func (x *approxIndex) add(hashes []uint64, ep int, capacity int) {
 			// Evict the least recent block: its node is reused for h.
 			nd = l.tail
 			x.unlink(l, nd)
-			old := x.nodes[nd].h
-			if oi, ok := x.tab.get(old); ok && x.ents[oi].drop(e32) {
-				x.tab.del(old)
-				x.free = append(x.free, oi)
-			}
+			x.held.remove(x.nodes[nd].h, e32)
 			l.n--
 		case x.nfree >= 0:
 			nd = x.nfree
@@ -220,12 +159,7 @@ func (x *approxIndex) add(hashes []uint64, ep int, capacity int) {
 		x.nodes[nd].h = h
 		x.pushFront(l, nd)
 		l.n++
-		hs := &x.ents[ei]
-		if hs.first.ep < 0 {
-			hs.first = epNode{e32, nd}
-		} else {
-			hs.more = append(hs.more, epNode{e32, nd})
-		}
+		x.held.sets[ei].add(epNode{e32, nd})
 	}
 }
 
@@ -237,11 +171,10 @@ func (x *approxIndex) match(hashes []uint64, counts []int) {
 		counts[i] = 0
 	}
 	for _, h := range hashes {
-		ei, ok := x.tab.get(h)
-		if !ok || x.ents[ei].first.ep < 0 {
+		hs := x.held.get(h)
+		if hs == nil || hs.first.ep < 0 {
 			return
 		}
-		hs := &x.ents[ei]
 		counts[hs.first.ep]++
 		for _, e := range hs.more {
 			counts[e.ep]++
@@ -256,14 +189,12 @@ func (x *approxIndex) match(hashes []uint64, counts []int) {
 type preciseIndex struct {
 	byHash  *epIndex
 	delay   time.Duration
-	pending []kvEvent
-	head    int
+	pending fifo[kvEvent]
 	// speculative entries (speculativeIndexing): blocks the router expects
 	// an endpoint to cache because it just sent the prompt there, kept
 	// until their TTL even if no KV event confirms them.
 	spec     *epIndex
-	specQ    []specEntry
-	specHead int
+	specQ    fifo[specEntry]
 	specFree [][]uint64
 }
 
@@ -291,48 +222,36 @@ func (x *preciseIndex) speculate(expiry time.Duration, ep int, hashes []uint64) 
 		hs, x.specFree = x.specFree[n-1][:0], x.specFree[:n-1]
 	}
 	hs = append(hs, hashes...)
-	x.specQ = append(x.specQ, specEntry{at: expiry, ep: int32(ep), hs: hs})
+	x.specQ.push(specEntry{at: expiry, ep: int32(ep), hs: hs})
 	for _, h := range hashes {
 		x.spec.add(h, int32(ep))
 	}
 }
 
 func (x *preciseIndex) expireSpec(now time.Duration) {
-	for x.specHead < len(x.specQ) && x.specQ[x.specHead].at <= now {
-		e := x.specQ[x.specHead]
-		x.specQ[x.specHead] = specEntry{}
-		x.specHead++
+	for x.specQ.len() > 0 && x.specQ.front().at <= now {
+		e := x.specQ.pop()
 		for _, h := range e.hs {
 			x.spec.remove(h, e.ep)
 		}
 		x.specFree = append(x.specFree, e.hs)
 	}
-	if x.specHead == len(x.specQ) {
-		x.specQ, x.specHead = x.specQ[:0], 0
-	}
 }
 
 func (x *preciseIndex) event(now time.Duration, ep int, h uint64, stored bool) {
-	x.pending = append(x.pending, kvEvent{at: now + x.delay, ep: int32(ep), stored: stored, h: h})
+	x.pending.push(kvEvent{at: now + x.delay, ep: int32(ep), stored: stored, h: h})
 }
 
 // advance applies every event due by now and drops expired speculation.
 func (x *preciseIndex) advance(now time.Duration) {
 	x.expireSpec(now)
-	for x.head < len(x.pending) && x.pending[x.head].at <= now {
-		ev := x.pending[x.head]
-		x.head++
+	for x.pending.len() > 0 && x.pending.front().at <= now {
+		ev := x.pending.pop()
 		if ev.stored {
 			x.byHash.add(ev.h, ev.ep)
 		} else {
 			x.byHash.remove(ev.h, ev.ep)
 		}
-	}
-	if x.head == len(x.pending) {
-		x.pending, x.head = x.pending[:0], 0
-	} else if x.head > 4096 && x.head*2 > len(x.pending) {
-		n := copy(x.pending, x.pending[x.head:])
-		x.pending, x.head = x.pending[:n], 0
 	}
 }
 

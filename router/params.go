@@ -2,6 +2,7 @@ package router
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,19 +45,11 @@ func (p *params) fail(n *yaml.Node, key, value, msg string) {
 // lookup returns the value node of key, nil when absent.
 func (p *params) lookup(key string) *yaml.Node {
 	p.known = append(p.known, key)
-	if p.node == nil || p.node.Kind != yaml.MappingNode {
+	v, ok := lookupKey(p.node, key)
+	if !ok || v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return nil
 	}
-	for i := 0; i+1 < len(p.node.Content); i += 2 {
-		if p.node.Content[i].Value == key {
-			v := p.node.Content[i+1]
-			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-				return nil
-			}
-			return v
-		}
-	}
-	return nil
+	return v
 }
 
 func (p *params) scalar(key string) (*yaml.Node, bool) {
@@ -77,12 +70,18 @@ func (p *params) Int(key string, dst *int) bool {
 	if !ok {
 		return false
 	}
+	return p.intValue(v, "parameters."+key, dst)
+}
+
+// intValue reads the integer in scalar v (YAML ints, quoted ints, or
+// floats with no fraction); name is its key for errors.
+func (p *params) intValue(v *yaml.Node, name string, dst *int) bool {
 	s := strings.TrimSpace(v.Value)
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			p.fail(v, "parameters."+key, v.Value, "must be an integer")
+			p.fail(v, name, v.Value, "must be an integer")
 			return false
 		}
 		n = int64(f)
@@ -181,14 +180,7 @@ func (p *params) done() error {
 	}
 	for i := 0; i+1 < len(p.node.Content); i += 2 {
 		k := p.node.Content[i]
-		found := false
-		for _, kn := range p.known {
-			if kn == k.Value {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(p.known, k.Value) {
 			allowed := append([]string(nil), p.known...)
 			sort.Strings(allowed)
 			allowed = dedup(allowed)

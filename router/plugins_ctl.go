@@ -42,9 +42,7 @@ func (h *disaggHandler) schedule(c *cycle) (int, int) {
 	}
 	pre := -1
 	if h.prefill != nil && h.pd != nil && h.pd.disaggregate(c, dec) {
-		c.prefillStage = true
 		pre = c.runProfile(h.prefill)
-		c.prefillStage = false
 	}
 	return dec, pre
 }
@@ -79,10 +77,7 @@ func (h *legacyPDHandler) schedule(c *cycle) (int, int) {
 			return dec, -1
 		}
 	}
-	c.prefillStage = true
-	pre := c.runProfile(h.prefill)
-	c.prefillStage = false
-	return dec, pre
+	return dec, c.runProfile(h.prefill)
 }
 
 // prefixPDDecider is prefix-based-pd-decider: disaggregate when the prompt
@@ -114,8 +109,8 @@ func (d constDecider) disaggregate(*cycle, int) bool { return bool(d) }
 
 // probabilisticAdmitter is probabilistic-admitter: a sheddable request
 // (priority < 0) is rejected with probability min(sat^power·k, 1), sat the
-// mean over endpoints of max(waiting/queueDepthThreshold,
-// kvUsage/kvCacheUtilThreshold) (an endpoint never scraped counts 1).
+// poolLoad over queueDepthThreshold and kvCacheUtilThreshold (an endpoint
+// never scraped counts 1; no staleness limit).
 type probabilisticAdmitter struct {
 	q, kv, power, k float64
 }
@@ -124,16 +119,7 @@ func (a *probabilisticAdmitter) admit(c *cycle) (string, bool) {
 	if c.req.Priority >= 0 || len(c.e.eps) == 0 {
 		return "", true
 	}
-	total := 0.0
-	for i := range c.e.st {
-		s := &c.e.st[i]
-		if !s.scraped {
-			total++
-			continue
-		}
-		total += math.Max(float64(s.m.Waiting)/a.q, s.m.KVUsage/a.kv)
-	}
-	sat := total / float64(len(c.e.st))
+	sat := poolLoad(c, a.q, a.kv, math.MaxInt64)
 	p := math.Min(math.Pow(sat, a.power)*a.k, 1)
 	if c.e.rng.Float64() < p {
 		return "probabilistic-admitter: rejected (pool saturation " + ftoa(sat) + ")", false
@@ -163,25 +149,34 @@ type utilizationDetector struct {
 	headroom float64
 }
 
-func (d *utilizationDetector) fresh(c *cycle, ep int) bool {
+// scrapedWithin reports whether ep's metrics were scraped at most stale ago.
+func scrapedWithin(c *cycle, ep int, stale time.Duration) bool {
 	s := &c.e.st[ep]
-	return s.scraped && c.now-s.scrapedAt <= d.stale
+	return s.scraped && c.now-s.scrapedAt <= stale
+}
+
+// poolLoad is the mean over endpoints of max(waiting/queue, kvUsage/kv),
+// an endpoint without fresh metrics counting 1: the utilization
+// detector's saturation and the probabilistic admitter's; there must be
+// an endpoint.
+func poolLoad(c *cycle, queue, kv float64, stale time.Duration) float64 {
+	total := 0.0
+	for ep := range c.e.st {
+		if !scrapedWithin(c, ep, stale) {
+			total++
+			continue
+		}
+		m := &c.e.st[ep].m
+		total += math.Max(float64(m.Waiting)/queue, m.KVUsage/kv)
+	}
+	return total / float64(len(c.e.st))
 }
 
 func (d *utilizationDetector) saturation(c *cycle) float64 {
 	if len(c.e.st) == 0 {
 		return 1
 	}
-	total := 0.0
-	for ep := range c.e.st {
-		if !d.fresh(c, ep) {
-			total++
-			continue
-		}
-		m := &c.e.st[ep].m
-		total += math.Max(float64(m.Waiting)/float64(d.queue), m.KVUsage/d.kv)
-	}
-	return total / float64(len(c.e.st))
+	return poolLoad(c, float64(d.queue), d.kv, d.stale)
 }
 
 func (d *utilizationDetector) filter(c *cycle, in []int) []int {
@@ -189,7 +184,7 @@ func (d *utilizationDetector) filter(c *cycle, in []int) []int {
 	kl := d.kv * (1 + d.headroom)
 	out := c.alloc(len(in))
 	for _, ep := range in {
-		if !d.fresh(c, ep) {
+		if !scrapedWithin(c, ep, d.stale) {
 			continue
 		}
 		m := &c.e.st[ep].m

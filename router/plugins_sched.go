@@ -131,7 +131,6 @@ next:
 // in-flight tokens over the least-loaded other one (0: off).
 type prefixAffinityFilter struct {
 	src                prefixSource
-	srcName            string
 	threshold, explore float64
 	maxTTFTPenaltyMs   float64
 	peakPrefill        float64
@@ -372,9 +371,8 @@ type prefixSource interface{ prefixInfo() *prefixInfo }
 // 520af478): matched blocks / total blocks from the producer's
 // PrefixCacheMatchInfo.
 type prefixScorer struct {
-	src     prefixSource
-	srcName string
-	own     producerPlugin // legacy-form scorer owns its producer
+	src prefixSource
+	own producerPlugin // legacy-form scorer owns its producer
 }
 
 func (s *prefixScorer) score(c *cycle, eps []int, out []float64) {
@@ -480,12 +478,11 @@ func (s activeRequestScorer) score(c *cycle, eps []int, out []float64) {
 // requests score 0.5 everywhere. PreRequest moves the cold request's
 // targets to the most-recent end.
 type noHitLRUScorer struct {
-	src     prefixSource
-	srcName string
-	size    int
-	order   []int // endpoint ids, oldest first
-	pos     []int // position in order, -1 when absent
-	cold    bool
+	src   prefixSource
+	size  int
+	order []int // endpoint ids, oldest first
+	pos   []int // position in order, -1 when absent
+	cold  bool  // the request being scheduled was scored cold
 }
 
 func (s *noHitLRUScorer) start(e *EPP) {
@@ -532,6 +529,12 @@ func (s *noHitLRUScorer) score(c *cycle, eps []int, out []float64) {
 		}
 	}
 }
+
+// produce forgets the previous request's coldness before each request is
+// scheduled: llm-d keeps it in per-request plugin state, so a request whose
+// profiles never run the scorer (it sits only in a prefill profile the
+// decider skips) moves nothing in the LRU.
+func (s *noHitLRUScorer) produce(*cycle) { s.cold = false }
 
 func (s *noHitLRUScorer) touch(ep int) {
 	if p := s.pos[ep]; p >= 0 {

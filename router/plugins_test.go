@@ -1,6 +1,7 @@
 package router
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -369,5 +370,70 @@ func TestPreciseSpeculativeIndexing(t *testing.T) {
 	p.produce(&e.c)
 	if p.info.match[1] != 0 {
 		t.Fatalf("speculative entries outlived their TTL: %d", p.info.match[1])
+	}
+}
+
+// no-hit-lru-scorer's coldness belongs to the request it scored (llm-d
+// keeps it in per-request plugin state): a request whose profiles never
+// ran the scorer — here a short prompt the decider keeps aggregated, with
+// the scorer only in the prefill profile — leaves the LRU alone even when
+// the request before it was cold.
+func TestNoHitLRUColdnessIsPerRequest(t *testing.T) {
+	c, err := Load([]byte(`kind: EndpointPickerConfig
+plugins:
+- type: disagg-profile-handler
+  parameters:
+    deciders:
+      prefill: prefix-based-pd-decider
+- type: prefix-based-pd-decider
+  parameters:
+    nonCachedTokens: 100
+- type: decode-filter
+- type: prefill-filter
+- type: no-hit-lru-scorer
+- type: max-score-picker
+schedulingProfiles:
+- name: decode
+  plugins:
+  - pluginRef: decode-filter
+  - pluginRef: max-score-picker
+- name: prefill
+  plugins:
+  - pluginRef: prefill-filter
+  - pluginRef: no-hit-lru-scorer
+  - pluginRef: max-score-picker
+`), "nohit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := testEndpoints(4)
+	eps[0].Role, eps[1].Role, eps[2].Role, eps[3].Role = RolePrefill, RolePrefill, RoleDecode, RoleDecode
+	e.Start(eps, 3)
+	var s *noHitLRUScorer
+	for _, p := range e.pre {
+		if x, ok := p.(*noHitLRUScorer); ok {
+			s = x
+		}
+	}
+	if s == nil {
+		t.Fatal("no no-hit-lru-scorer among the PreRequest hooks")
+	}
+	long := &Request{ID: 1, PromptLen: 200, Prompt: prompt(1, 200, 0)}
+	e.Submit(0, long)
+	if as := e.Ready(0); len(as) != 1 || as[0].Prefill < 0 {
+		t.Fatalf("long cold prompt not disaggregated: %+v", as)
+	}
+	after := append([]int(nil), s.order...)
+	short := &Request{ID: 2, PromptLen: 50, Prompt: prompt(2, 50, 0)}
+	e.Submit(time.Millisecond, short)
+	if as := e.Ready(time.Millisecond); len(as) != 1 || as[0].Prefill >= 0 {
+		t.Fatalf("short prompt disaggregated: %+v", as)
+	}
+	if fmt.Sprint(s.order) != fmt.Sprint(after) {
+		t.Fatalf("LRU moved by a request the scorer never scored: %v, was %v", s.order, after)
 	}
 }

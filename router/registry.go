@@ -105,12 +105,13 @@ func init() {
 		"no-hit-lru-scorer": {"scorer", relHEAD, func(b *builder, _ string, p *params) (any, error) {
 			s := &noHitLRUScorer{size: 1024}
 			p.Int("lruSize", &s.size)
-			p.String("prefixMatchInfoProducerName", &s.srcName)
+			producer := ""
+			p.String("prefixMatchInfoProducerName", &producer)
 			p.Ignore("prefixPluginType", "prefixPluginName")
 			if s.size <= 0 {
 				s.size = 1024
 			}
-			b.prefixUsers = append(b.prefixUsers, prefixUser{s.srcName, func(src prefixSource) { s.src = src }, false})
+			b.prefixUsers = append(b.prefixUsers, prefixUser{producer, func(src prefixSource) { s.src = src }, false})
 			return s, p.done()
 		}},
 		"session-affinity-scorer": {"scorer", relHEAD, fresh(func() any { return &sessionAffinityScorer{} })},
@@ -251,12 +252,8 @@ func noParams(v any) func(*builder, string, *params) (any, error) {
 // fresh builds a parameterless plugin; mk must return a new value for
 // stateful plugins so routers built from one config share nothing.
 func fresh(mk func() any) func(*builder, string, *params) (any, error) {
-	return func(b *builder, _ string, p *params) (any, error) {
-		v := mk()
-		if _, ok := v.(inflightProducer); ok {
-			b.hasInflight = true
-		}
-		return v, p.done()
+	return func(_ *builder, _ string, p *params) (any, error) {
+		return mk(), p.done()
 	}
 }
 
@@ -334,7 +331,8 @@ func buildAffinityFilter(b *builder, _ string, p *params) (any, error) {
 	p.Float("maxTTFTPenaltyMs", &f.maxTTFTPenaltyMs)
 	p.Float("peakPrefillThroughput", &f.peakPrefill)
 	p.Float("maxTokensInFlightPenalty", &f.maxTokensInFlight)
-	p.String("prefixMatchInfoProducerName", &f.srcName)
+	producer := ""
+	p.String("prefixMatchInfoProducerName", &producer)
 	switch {
 	case f.threshold > 1:
 		p.fail(p.node, "parameters.affinityThreshold", ftoa(f.threshold), "must be <= 1.0")
@@ -348,7 +346,7 @@ func buildAffinityFilter(b *builder, _ string, p *params) (any, error) {
 		p.fail(p.node, "parameters.maxTokensInFlightPenalty", ftoa(f.maxTokensInFlight), "must be >= 0")
 	}
 	b.needInflight = true
-	b.prefixUsers = append(b.prefixUsers, prefixUser{f.srcName, func(src prefixSource) { f.src = src }, false})
+	b.prefixUsers = append(b.prefixUsers, prefixUser{producer, func(src prefixSource) { f.src = src }, false})
 	b.affinity = append(b.affinity, f)
 	return f, p.done()
 }
@@ -457,17 +455,14 @@ func buildApprox(p *params, legacy bool) (*approxProducer, error) {
 // ignores those parameters; BLIS applies them to the scorer's own producer.
 func buildPrefixScorer(b *builder, name string, p *params) (any, error) {
 	s := &prefixScorer{}
-	p.String("prefixMatchInfoProducerName", &s.srcName)
+	producer := ""
+	p.String("prefixMatchInfoProducerName", &producer)
 	mode := ""
 	p.String("mode", &mode)
 	legacy := false
 	for _, k := range []string{"hashBlockSize", "maxPrefixBlocksToMatch", "lruCapacityPerServer", "blockSize", "blockSizeTokens", "autoTune", "maxPrefixTokensToMatch"} {
-		if p.node != nil && p.node.Kind == yaml.MappingNode {
-			for i := 0; i < len(p.node.Content); i += 2 {
-				if p.node.Content[i].Value == k {
-					legacy = true
-				}
-			}
+		if _, ok := lookupKey(p.node, k); ok {
+			legacy = true
 		}
 	}
 	switch mode {
@@ -492,7 +487,7 @@ func buildPrefixScorer(b *builder, name string, p *params) (any, error) {
 		s.src, s.own = a, a
 		return s, nil
 	}
-	b.prefixUsers = append(b.prefixUsers, prefixUser{s.srcName, func(src prefixSource) { s.src = src }, false})
+	b.prefixUsers = append(b.prefixUsers, prefixUser{producer, func(src prefixSource) { s.src = src }, false})
 	return s, p.done()
 }
 
@@ -520,29 +515,28 @@ func buildPrecise(b *builder, _ string, p *params) (any, error) { return precise
 // index (default 5ms).
 func preciseFrom(b *builder, p *params) (*preciseProducer, error) {
 	pp := &preciseProducer{blockSize: 16, delay: b.opts.KVEventDelay}
-	findInt := func(n *yaml.Node, path ...string) (int, *yaml.Node) {
+	// findInt reads the integer at path under n into dst, reporting whether
+	// it is there; name is its full key for errors.
+	findInt := func(dst *int, n *yaml.Node, name string, path ...string) bool {
 		for _, k := range path {
 			v, ok := lookupKey(n, k)
 			if !ok {
-				return 0, nil
+				return false
 			}
 			n = v
 		}
-		var x int
-		if _, err := fmt.Sscan(n.Value, &x); err != nil {
-			return 0, n
+		if n.Kind != yaml.ScalarNode {
+			p.fail(n, name, "", "must be a single value, not a list or mapping")
+			return true
 		}
-		return x, n
+		p.intValue(n, name, dst)
+		return true
 	}
 	tp, ic := p.Node("tokenProcessorConfig"), p.Node("indexerConfig")
-	if v, n := findInt(tp, "blockSize"); n != nil {
-		pp.blockSize = v
-	} else if v, n := findInt(ic, "tokenProcessorConfig", "blockSize"); n != nil {
-		pp.blockSize = v
+	if !findInt(&pp.blockSize, tp, "parameters.tokenProcessorConfig.blockSize", "blockSize") {
+		findInt(&pp.blockSize, ic, "parameters.indexerConfig.tokenProcessorConfig.blockSize", "tokenProcessorConfig", "blockSize")
 	}
-	if v, n := findInt(ic, "kvBlockIndexConfig", "maxPrefixBlocksToMatch"); n != nil {
-		pp.maxBlocks = v
-	}
+	findInt(&pp.maxBlocks, ic, "parameters.indexerConfig.kvBlockIndexConfig.maxPrefixBlocksToMatch", "kvBlockIndexConfig", "maxPrefixBlocksToMatch")
 	if pp.blockSize <= 0 {
 		p.fail(tp, "parameters.tokenProcessorConfig.blockSize", fmt.Sprint(pp.blockSize), "must be > 0 (the engines' block size)")
 	}

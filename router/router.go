@@ -86,7 +86,8 @@ type Router interface {
 	Start(eps []Endpoint, seed int64) error
 	Submit(now time.Duration, r *Request)
 	// Ready returns the decisions made since the last call, in decision
-	// order. The slice is reused by the next call.
+	// order. The slice stays unchanged until the next call, which reuses
+	// it: the calls the loop makes while acting on it do not touch it.
 	Ready(now time.Duration) []Assignment
 	Finished(now time.Duration, r *Request, endpoint int)
 	// ScrapeInterval is how often the loop scrapes every endpoint's

@@ -464,3 +464,42 @@ func TestLeastRequestsAsConfig(t *testing.T) {
 		t.Fatalf("stacked: %+v", got)
 	}
 }
+
+// The slice Ready returns stays as it was until the next Ready, even when
+// the loop, acting on it, submits or finishes requests (a refused request's
+// client sends its next one; a cancelled one is finished) and the router
+// decides on those meanwhile.
+func TestReadySliceSurvivesCallsUntilNextReady(t *testing.T) {
+	for _, name := range Names() {
+		r, err := Named(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Start(testEndpoints(3), 7)
+		reqs := make([]Request, 6)
+		for i := range reqs {
+			reqs[i] = Request{ID: int64(i), PromptLen: 64, MaxTokens: 8, Prompt: prompt(uint64(i+1), 32, uint64(100+i))}
+		}
+		for i := range 2 {
+			r.Submit(0, &reqs[i])
+		}
+		as := r.Ready(0)
+		before := append([]Assignment(nil), as...)
+		if len(as) != 2 {
+			t.Fatalf("%s: %d assignments, want 2", name, len(as))
+		}
+		// Acting on as[0]: it ends at once, and its client sends two more.
+		r.Finished(time.Millisecond, as[0].Req, as[0].Endpoint)
+		r.Submit(time.Millisecond, &reqs[2])
+		r.Submit(time.Millisecond, &reqs[3])
+		for i := range as {
+			if as[i] != before[i] {
+				t.Fatalf("%s: assignment %d changed under the loop: %+v, was %+v", name, i, as[i], before[i])
+			}
+		}
+		next := r.Ready(time.Millisecond)
+		if len(next) != 2 || next[0].Req != &reqs[2] || next[1].Req != &reqs[3] {
+			t.Fatalf("%s: next Ready %+v, want requests 2 and 3", name, next)
+		}
+	}
+}

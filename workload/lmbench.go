@@ -169,7 +169,6 @@ func newLMBench(r io.Reader, name string, spec TraceSpec) (*lmbenchSource, error
 func (s *lmbenchSource) sessions(f *lmbench.File, order []int, name string) error {
 	type turn struct{ k, prompt, gen int }
 	prev := map[int]turn{} // user → its latest row so far
-	last := map[int]int{}  // user → request of its last row
 	for k, i := range order {
 		row := f.Rows[i]
 		q := &s.reqs[k]
@@ -190,10 +189,9 @@ func (s *lmbenchSource) sessions(f *lmbench.File, order []int, name string) erro
 			q.Prompt[0].Len = q.InputLen
 		}
 		prev[row.UserID] = turn{k, row.PromptTokens, row.GenerationTokens}
-		last[row.UserID] = k
 	}
-	for _, k := range last {
-		s.reqs[k].Final = true
+	for _, p := range prev {
+		s.reqs[p.k].Final = true
 	}
 	return nil
 }
@@ -220,7 +218,8 @@ func (s *lmbenchSource) shareGPTPrefixes(f *lmbench.File, all []int, n int) bool
 			for _, sg := range p {
 				n += sg.Len
 			}
-			shared := min(n-shareGPTTemplateTail, q.InputLen-1)
+			shared := max(min(n-shareGPTTemplateTail, q.InputLen-1), 0)
+			own.Len = q.InputLen - shared
 			var segs []Segment
 			for _, sg := range p {
 				if shared <= 0 {
@@ -230,11 +229,6 @@ func (s *lmbenchSource) shareGPTPrefixes(f *lmbench.File, all []int, n int) bool
 				shared -= sg.Len
 				segs = append(segs, sg)
 			}
-			used := 0
-			for _, sg := range segs {
-				used += sg.Len
-			}
-			own.Len = q.InputLen - used
 			q.Prompt = append(segs, own)
 		}
 		prev[user] = q.Prompt

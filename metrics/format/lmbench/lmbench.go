@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -130,6 +131,10 @@ var (
 // any model's context).
 const maxTokens = 1 << 28
 
+// maxUnixS bounds launch_time and finish_time: Unix seconds whose
+// nanoseconds (Row.LaunchNS, FinishNS) fit an int64 (until 2255).
+const maxUnixS = 9e9
+
 // slackS is how far ttft may exceed finish_time − launch_time: the two
 // Unix-second timestamps are printed to about 0.1 µs, and the scripts read
 // the clock separately for each column.
@@ -171,7 +176,7 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	if len(col) != len(want) {
 		for _, h := range head {
-			if !contains(want, strings.TrimSpace(h)) {
+			if !slices.Contains(want, strings.TrimSpace(h)) {
 				return nil, errf(1, "", h, "unknown column: the header must hold "+strings.Join(want, ","))
 			}
 		}
@@ -201,22 +206,22 @@ func Parse(name string, data []byte) (*File, error) {
 			}
 			return v
 		}
-		secs := func(c string, lo float64) float64 {
+		secs := func(c string, lo, hi float64) float64 {
 			if bad != nil {
 				return 0
 			}
 			v, err := strconv.ParseFloat(get(c), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > 1e11 {
-				bad = errf(line, c, get(c), fmt.Sprintf("must be a number of seconds in [%g, 1e11]", lo))
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
+				bad = errf(line, c, get(c), fmt.Sprintf("must be a number of seconds in [%g, %g]", lo, hi))
 			}
 			return v
 		}
 		row.PromptTokens = count("prompt_tokens", 1)
 		row.GenerationTokens = count("generation_tokens", 0)
-		row.TTFT = secs("ttft", 0)
-		row.GenerationTime = secs("generation_time", 0)
-		row.LaunchTime = secs("launch_time", 0)
-		row.FinishTime = secs("finish_time", 0)
+		row.TTFT = secs("ttft", 0, 1e11)
+		row.GenerationTime = secs("generation_time", 0, 1e11)
+		row.LaunchTime = secs("launch_time", 0, maxUnixS)
+		row.FinishTime = secs("finish_time", 0, maxUnixS)
 		if f.Scenario == MultiRound {
 			row.UserID = count("user_id", 1)
 			row.QuestionID = count("question_id", 1)
@@ -268,15 +273,6 @@ func checkQuestions(f *File) error {
 	return nil
 }
 
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // parseCount reads a whole number written as an integer or, as pandas
 // writes integer columns it has concatenated, with a zero fraction (76.0).
 func parseCount(s string) (int, bool) {
@@ -296,7 +292,7 @@ func parseCount(s string) (int, bool) {
 // unixNanos converts a decimal number of seconds, as Python prints a
 // float, to nanoseconds exactly (digits past the ninth rounded); v is the
 // same value parsed, used for other spellings (an exponent). Parse has
-// bounded the value to [0, 1e11] s.
+// bounded the value to [0, maxUnixS] s.
 func unixNanos(s string, v float64) int64 {
 	whole, frac, _ := strings.Cut(s, ".")
 	w, err := strconv.ParseInt(whole, 10, 64)

@@ -1,6 +1,7 @@
 package lmbench
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -217,5 +218,20 @@ func TestLlmdExp3(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Launch and finish times whose nanoseconds would not fit an int64 are
+// refused, not wrapped to negative times.
+func TestParseUnixTimeBound(t *testing.T) {
+	head := "prompt_tokens,generation_tokens,ttft,generation_time,launch_time,finish_time\n"
+	_, err := Parse("far.csv", []byte(head+"10,5,0.1,0.2,99999999999.0,99999999999.5\n"))
+	var le *Error
+	if !errors.As(err, &le) || le.Column != "launch_time" || le.Line != 2 || !strings.Contains(le.Allowed, "9e+09") {
+		t.Fatalf("far-future launch_time: %v", err)
+	}
+	f, err := Parse("ok.csv", []byte(head+"10,5,0.1,0.2,8999999999.25,8999999999.5\n"))
+	if err != nil || f.Rows[0].LaunchNS != 8999999999_250000000 || f.Rows[0].FinishNS <= f.Rows[0].LaunchNS {
+		t.Fatalf("latest allowed times: %v %+v", err, f)
 	}
 }
