@@ -329,11 +329,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				e.removeSkipped(r, r.NumComputed)
 			}
 			if e.cfg.EnablePrefixCaching && (r.NumComputed+1)%e.cfg.BlockSize == 0 && r.NumComputed+1 <= r.NumTokens() {
-				if e.hybrid {
-					e.cacheFullGroups(r, r.NumComputed+1)
-				} else {
-					e.cacheFull(r, r.NumComputed+1)
-				}
+				e.cacheFullAny(r, r.NumComputed+1)
 			}
 			e.add(r, 1, b)
 			budget--
@@ -397,17 +393,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				q.popFront()
 				continue
 			}
-			hits := e.hitBuf[:0]
-			hitBlocks := 0
-			if r.NumComputed == 0 && e.cfg.EnablePrefixCaching && !e.unlisted(r) {
-				if e.hybrid {
-					hitBlocks = e.longestHitHybrid(r)
-				} else {
-					hits = e.longestHit(r, hits)
-					hitBlocks = len(hits)
-				}
-			}
-			e.hitBuf = hits
+			hits, hitBlocks := e.prefixHit(r)
 			hitTokens := hitBlocks * e.cfg.BlockSize
 			n := r.NumTokens() - r.NumComputed - hitTokens
 			if thr > 0 && n > thr {
@@ -421,13 +407,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				break
 			}
 			q.popFront()
-			if !r.scheduledOnce {
-				r.scheduledOnce = true
-				r.FirstScheduled = now
-				r.CachedTokens = hitTokens
-				e.stats.PrefixQueries += int64(r.NumTokens())
-				e.stats.PrefixHits += int64(hitTokens)
-			}
+			e.firstScheduled(r, now, hitTokens)
 			r.Status = StatusRunning
 			e.running = append(e.running, r)
 			e.add(r, n, b)
@@ -447,6 +427,49 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		e.stats.PeakUsedBlocks = max(e.stats.PeakUsedBlocks, e.HeldBlocks())
 	}
 	return len(e.scheduled)
+}
+
+// prefixHit looks up the prefix-cache hit of a request about to be
+// admitted with nothing computed: the hit blocks of a plain model (held in
+// e.hitBuf, valid until the next lookup) and the number of hit blocks in
+// every group (longestHitHybrid leaves a hybrid model's in e.hy).
+func (e *Engine) prefixHit(r *Request) (hits []int32, hitBlocks int) {
+	hits = e.hitBuf[:0]
+	if r.NumComputed == 0 && e.cfg.EnablePrefixCaching && !e.unlisted(r) {
+		if e.hybrid {
+			hitBlocks = e.longestHitHybrid(r)
+		} else {
+			hits = e.longestHit(r, hits)
+			hitBlocks = len(hits)
+		}
+	}
+	e.hitBuf = hits
+	return hits, hitBlocks
+}
+
+// firstScheduled records r's first admission at now with a prefix-cache
+// hit of hitTokens: its scheduling time and the prefix-cache statistics
+// (vLLM counts a request's query once, when it is first scheduled).
+func (e *Engine) firstScheduled(r *Request, now time.Duration, hitTokens int) {
+	if r.scheduledOnce {
+		return
+	}
+	r.scheduledOnce = true
+	r.FirstScheduled = now
+	r.CachedTokens = hitTokens
+	e.stats.PrefixQueries += int64(r.NumTokens())
+	e.stats.PrefixHits += int64(hitTokens)
+}
+
+// cacheFullAny registers r's blocks that the first upto tokens fill, in
+// every KV cache group of a hybrid model (cacheFullGroups) or the one of a
+// plain model (cacheFull).
+func (e *Engine) cacheFullAny(r *Request, upto int) {
+	if e.hybrid {
+		e.cacheFullGroups(r, upto)
+	} else {
+		e.cacheFull(r, upto)
+	}
 }
 
 // add records r as a row of the step with n new tokens and advances its

@@ -58,17 +58,7 @@ func (e *Engine) AddRemote(r *Request, now time.Duration) bool {
 // reserveRemote allocates r's prompt blocks beyond its local prefix-cache
 // hit, or reports that the pool is short.
 func (e *Engine) reserveRemote(r *Request, now time.Duration) bool {
-	hits := e.hitBuf[:0]
-	hitBlocks := 0
-	if e.cfg.EnablePrefixCaching && !e.unlisted(r) {
-		if e.hybrid {
-			hitBlocks = e.longestHitHybrid(r)
-		} else {
-			hits = e.longestHit(r, hits)
-			hitBlocks = len(hits)
-		}
-	}
-	e.hitBuf = hits
+	hits, hitBlocks := e.prefixHit(r) // nothing computed: r is new (AddRemote)
 	n := r.NumTokens() - hitBlocks*e.cfg.BlockSize
 	e.delayCache = true
 	ok := e.allocateSlots(r, n, hits, hitBlocks)
@@ -76,13 +66,7 @@ func (e *Engine) reserveRemote(r *Request, now time.Duration) bool {
 	if !ok {
 		return false
 	}
-	if !r.scheduledOnce {
-		r.scheduledOnce = true
-		r.FirstScheduled = now
-		r.CachedTokens = hitBlocks * e.cfg.BlockSize
-		e.stats.PrefixQueries += int64(r.NumTokens())
-		e.stats.PrefixHits += int64(r.CachedTokens)
-	}
+	e.firstScheduled(r, now, hitBlocks*e.cfg.BlockSize)
 	r.TransferBlocks = len(r.kv.blocks) - hitBlocks
 	r.remote = remoteLoading
 	r.Status = StatusWaitingForRemoteKVs
@@ -116,11 +100,7 @@ func (e *Engine) RemoteKVDone(r *Request, now time.Duration) {
 		c--
 	}
 	if e.cfg.EnablePrefixCaching {
-		if e.hybrid {
-			e.cacheFullGroups(r, c)
-		} else {
-			e.cacheFull(r, c)
-		}
+		e.cacheFullAny(r, c)
 	}
 	r.NumComputed = c
 	r.Status = StatusWaiting
