@@ -23,6 +23,15 @@ import (
 //     rank at once. A dense model's ranks are independent engines, each
 //     stepping on its own clock.
 
+// pickRank is the global index of the rank of e that a new request goes
+// to: its only rank, or the one its DP balancer picks (dpRoute).
+func (e *endpoint) pickRank() int {
+	if len(e.engs) > 1 {
+		return e.first + dpRoute(e.engs)
+	}
+	return e.first
+}
+
 // dpRoute picks the rank a new request goes to.
 func dpRoute(engs []*engine.Engine) int {
 	best, bestScore := 0, -1

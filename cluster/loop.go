@@ -284,22 +284,13 @@ func (l *loop) fault(err error) {
 // request the engine refuses goes back to the client at once.
 func (l *loop) assign(r *engine.Request, ep int, at time.Duration) {
 	st := &l.reqs[r.Handle-1]
-	e := &l.eps[ep]
-	rank := e.first
-	if len(e.engs) > 1 {
-		rank += dpRoute(e.engs)
-	}
+	rank := l.eps[ep].pickRank()
 	st.ep, st.rank, st.phase = int32(ep), int32(rank), phaseServing
 	if l.cl.Timed() {
 		l.res.Replicas[ep].Routed++
 	}
 	if !l.engs[rank].Add(r, at) {
-		if l.rt != nil {
-			l.rt.Finished(l.now, st.rr, ep)
-			l.routerDirty = true
-		}
-		l.cl.Ended(r)
-		l.release(r)
+		l.ended(st) // refused
 		return
 	}
 	l.inEngines++
@@ -340,11 +331,24 @@ func (l *loop) Cancel(r *engine.Request) {
 
 // engineDone: the engine let go of a cancelled request.
 func (l *loop) engineDone(st *reqState) {
+	l.routerFinished(st)
+	l.release(st.req)
+}
+
+// ended: st's request ended for the client (its response completed, or an
+// engine refused it); the router hears first, then the client.
+func (l *loop) ended(st *reqState) {
+	l.routerFinished(st)
+	l.cl.Ended(st.req)
+	l.release(st.req)
+}
+
+// routerFinished tells the router st's request left its endpoint.
+func (l *loop) routerFinished(st *reqState) {
 	if l.rt != nil {
 		l.rt.Finished(l.now, st.rr, int(st.ep))
 		l.routerDirty = true
 	}
-	l.release(st.req)
 }
 
 // Skip moves the clock to the next scheduled event, passing over stale
@@ -485,16 +489,10 @@ func (l *loop) deliver(ev sim.Event) {
 
 // respond: r's response has ended for the client.
 func (l *loop) respond(st *reqState) {
-	r := st.req
 	if l.cl.Timed() {
 		l.res.Replicas[st.ep].Completed++
 	}
-	if l.rt != nil {
-		l.rt.Finished(l.now, st.rr, int(st.ep))
-		l.routerDirty = true
-	}
-	l.cl.Ended(r)
-	l.release(r)
+	l.ended(st)
 }
 
 // routerStep collects the router's decisions when it saw something happen

@@ -73,32 +73,18 @@ func (l *loop) assignPD(r *engine.Request, dec, pre int) {
 	p := st.pre
 	p.ID, p.Prompt, p.PromptLen, p.MaxTokens = r.ID, r.Prompt, r.PromptLen, 1
 	p.OutputID, p.Private, p.Handle, p.KeepKV = r.OutputID, r.Private, r.Handle, true
-	e := &l.eps[pre]
-	rank := e.first
-	if len(e.engs) > 1 {
-		rank += dpRoute(e.engs)
-	}
+	rank := l.eps[pre].pickRank()
 	st.ep, st.pep, st.prank, st.phase = int32(dec), int32(pre), int32(rank), phasePrefill
 	if l.cl.Timed() {
 		l.res.Replicas[dec].Routed++
 	}
 	if !l.engs[rank].Add(p, l.now) {
 		r.Status, r.RejectReason, r.Arrived = engine.StatusRejected, p.RejectReason, l.now
-		l.refused(st)
+		l.ended(st)
 		return
 	}
 	l.inEngines++
 	l.mark(pre)
-}
-
-// refused ends a request an engine refused.
-func (l *loop) refused(st *reqState) {
-	if l.rt != nil {
-		l.rt.Finished(l.now, st.rr, int(st.ep))
-		l.routerDirty = true
-	}
-	l.cl.Ended(st.req)
-	l.release(st.req)
 }
 
 // prefillDone: the prefill copy of st's request left the prefill engine,
@@ -116,17 +102,13 @@ func (l *loop) prefillDone(st *reqState, aborted bool) {
 		l.res.Replicas[st.pep].Prefilled++
 	}
 	r := st.req
-	e := &l.eps[st.ep]
-	rank := e.first
-	if len(e.engs) > 1 {
-		rank += dpRoute(e.engs)
-	}
+	rank := l.eps[st.ep].pickRank()
 	st.rank = int32(rank)
 	r.Preemptions = st.pre.Preemptions
 	if !l.engs[rank].AddRemote(r, l.now) {
 		l.engs[st.prank].ReleaseKV(st.pre)
 		l.mark(int(st.pep))
-		l.refused(st)
+		l.ended(st)
 		return
 	}
 	st.phase = phaseKV
