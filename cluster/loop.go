@@ -652,25 +652,16 @@ func (l *loop) pipelineStep(ep, rows int, pl *kernel.Pipeline, target int) {
 		}
 		t += max(bd.Total, time.Nanosecond)
 		free[s] = t
-		sum.Compute += bd.Compute
-		sum.Memory += bd.Memory
-		sum.Comm += bd.Comm
-		sum.Launch += bd.Launch
-		sum.Host += bd.Host
+		addBreakdown(&sum, bd)
 	}
 	// The step's time on the clock is its time in the pipeline, waits
-	// included.
+	// included (at least a nanosecond per stage: it advances).
 	sum.Total = t - l.now
 	if l.cl.Timed() {
-		addStep(&l.res.StepTime, &l.res.TimedSteps, sum)
-		rr := &l.res.Replicas[ep]
-		addStep(&rr.StepTime, &rr.TimedSteps, sum)
 		l.res.PipelineBubble += wait
-		rr.PipelineBubble += wait
-		l.rec.AddStep(rows)
+		l.res.Replicas[ep].PipelineBubble += wait
 	}
-	l.stepping++
-	l.q.Push(sim.Event{At: t, Kind: evStepEnd, Target: target})
+	l.stepStarted(ep, rows, sum, target)
 }
 
 // stalled reports a deadlock: work no engine can schedule, and nothing
@@ -701,6 +692,11 @@ func (l *loop) stepStarted(ep, rows int, bd kernel.Breakdown, target int) {
 
 func addStep(sum *kernel.Breakdown, n *int64, bd kernel.Breakdown) {
 	*n++
+	addBreakdown(sum, bd)
+}
+
+// addBreakdown adds bd to sum, resource by resource.
+func addBreakdown(sum *kernel.Breakdown, bd kernel.Breakdown) {
 	sum.Compute += bd.Compute
 	sum.Memory += bd.Memory
 	sum.Comm += bd.Comm
