@@ -366,10 +366,6 @@ func (d *Client) open() bool {
 	return !d.closed && (d.cfg.BenchmarkDuration <= 0 || d.rel(d.now()) < d.cfg.BenchmarkDuration)
 }
 
-// delayOf is a follow-up's delay (per-request mode caps it at the trace
-// idle-gap cap; lanes cap each tree's idle time instead: laneIdle).
-func (d *Client) delayOf(c *workload.Request) time.Duration { return d.m.delay(c) }
-
 // newRequest makes the engine request for w and its record, kind
 // kindWarmup or kindTimed, released now (callers that release it at
 // another time set flight.released).
@@ -435,8 +431,12 @@ func (d *Client) clientDone(r *engine.Request) flight {
 	return c
 }
 
-// leave: a request left the system (finished or rejected).
-func (d *Client) leave(r *engine.Request) {
+// Ended: r's response reached the client (r.Status is StatusFinished), or
+// r was refused (StatusRejected, r.RejectReason says why: the engine's
+// admission checks or the router; r.Arrived is when). The client records it and moves its
+// session on; the loop reuses r afterwards. Once the loop has handed over
+// the requests that ended together it calls Resume.
+func (d *Client) Ended(r *engine.Request) {
 	f := d.clientDone(r)
 	if f.kind == kindTimed {
 		d.recordTimed(r, &f)
@@ -446,13 +446,6 @@ func (d *Client) leave(r *engine.Request) {
 	d.sessionDone(r, &f)
 	d.m.left(f.lane)
 }
-
-// Ended: r's response reached the client (r.Status is StatusFinished), or
-// r was refused (StatusRejected, r.RejectReason says why: the engine's
-// admission checks or the router; r.Arrived is when). The client records it and moves its
-// session on; the loop reuses r afterwards. Once the loop has handed over
-// the requests that ended together it calls Resume.
-func (d *Client) Ended(r *engine.Request) { d.leave(r) }
 
 // clientRecord is what the client knows of r (its record f) when it ends,
 // before the outcome's times.

@@ -152,7 +152,7 @@ func (L *lanes) timedStarted() {
 		for _, c := range l.hold {
 			at := d.now()
 			if carry {
-				at += d.delayOf(c)
+				at += c.Delay // lanes cap a tree's idle time, not its delays (laneIdle)
 			}
 			L.push(c, at)
 		}
@@ -430,7 +430,7 @@ func (L *lanes) followUpAt(c *workload.Request, base time.Duration) {
 		L.warmRelease(c)
 		return
 	}
-	L.push(c, max(base+d.delayOf(c), d.now()))
+	L.push(c, max(base+c.Delay, d.now()))
 }
 
 // followUp sends a released follow-up on its lane.
@@ -497,14 +497,13 @@ func (L *lanes) stopSession(s *session) {
 	}
 }
 
-func (L *lanes) fill()                                   {}
-func (L *lanes) resume()                                 {}
-func (L *lanes) warmupEnded()                            { L.warmInFlight-- }
-func (L *lanes) holding() bool                           { return false }
-func (L *lanes) closeWindow()                            {}
-func (L *lanes) unsent() bool                            { return false }
-func (L *lanes) delay(c *workload.Request) time.Duration { return c.Delay }
-func (L *lanes) finish() error                           { return L.traj.err }
+func (L *lanes) fill()         {}
+func (L *lanes) resume()       {}
+func (L *lanes) warmupEnded()  { L.warmInFlight-- }
+func (L *lanes) holding() bool { return false }
+func (L *lanes) closeWindow()  {}
+func (L *lanes) unsent() bool  { return false }
+func (L *lanes) finish() error { return L.traj.err }
 
 // private: lanes may replay the corpus (wrap-around), so nothing they send
 // is private.

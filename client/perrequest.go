@@ -35,7 +35,6 @@ type mode interface {
 	closeWindow()  // the benchmark window closed: drop what waits
 	unsent() bool  // requests are left to read and send
 	private(w *workload.Request) bool
-	delay(c *workload.Request) time.Duration
 	finish() error // the run ended: close its own sources, report their error
 }
 
@@ -269,8 +268,11 @@ func (p *perRequest) holding() bool         { return p.bhead < len(p.blocked) }
 func (p *perRequest) unsent() bool          { return p.hasNext }
 func (p *perRequest) finish() error         { return nil }
 func (p *perRequest) closeWindow()          { p.dropBlocked() }
+
+// delay is follow-up c's delay: every session delay is capped at
+// --trace-idle-gap-cap-seconds (lanes cap each tree's idle time instead:
+// laneIdle).
 func (p *perRequest) delay(c *workload.Request) time.Duration {
-	// Every session delay is capped at --trace-idle-gap-cap-seconds.
 	if cp := p.d.cfg.TraceIdleGapCap; cp > 0 && c.Delay > cp {
 		return cp
 	}

@@ -70,7 +70,7 @@ func (d *Client) park(w *workload.Request) {
 		b.isBranch, b.parent, b.parentTurn = true, c.ParentSession, c.ParentTurn
 		p := d.sess(c.ParentSession)
 		if p.doneTurn >= c.ParentTurn {
-			d.releaseFollowAt(c, p.doneAt)
+			d.m.followUpAt(c, p.doneAt)
 			return
 		}
 		if p.branchWait == nil {
@@ -99,13 +99,8 @@ func (d *Client) tryRelease(id uint64, s *session, turn int) {
 	if b, ok := s.branchAt[turn-1]; ok && b > at {
 		at = b
 	}
-	d.releaseFollowAt(c, at)
+	d.m.followUpAt(c, at)
 }
-
-// releaseFollowAt schedules a follow-up whose predecessors finished at
-// base, as the mode releases follow-ups: its (capped) delay later and never
-// before its Arrival (per-request), or on its lane (lanes).
-func (d *Client) releaseFollowAt(c *workload.Request, base time.Duration) { d.m.followUpAt(c, base) }
 
 // pushFollow schedules follow-up c's release at `at` and returns its slot
 // in follows.
@@ -196,7 +191,7 @@ func (d *Client) sessionDone(r *engine.Request, f *flight) {
 		s.ctxLen += pad
 	}
 	for _, b := range s.branchWait[f.turn] {
-		d.releaseFollowAt(b, d.now())
+		d.m.followUpAt(b, d.now())
 	}
 	delete(s.branchWait, f.turn)
 	if f.final && s.isBranch {
