@@ -14,7 +14,6 @@ import (
 	"blis/fabric"
 	"blis/metrics"
 	"blis/router"
-	"blis/workload"
 )
 
 // linkTransfers is a test fabric: each transfer takes lat plus its bytes
@@ -123,27 +122,10 @@ func TestPDHandComputedSingleRequest(t *testing.T) {
 func pdRun(t *testing.T, seed int64) []byte {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 11))
-	spec := workload.DefaultRandomSpec()
-	spec.InputLen = 64 + rng.IntN(500)
-	spec.OutputLen = 1 + rng.IntN(60)
-	spec.RangeRatio = 0.5
-	spec.NumPrompts = 100 + rng.IntN(200)
-	spec.PrefixLen = rng.IntN(2) * (16 + rng.IntN(200))
-	if rng.IntN(2) == 0 {
-		spec.RequestRate = 20 + 200*rng.Float64()
-	}
-	src, err := workload.NewRandom(spec, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, src := randomLoad(t, rng, seed, 60)
 	step := time.Duration(2+rng.IntN(3)) * time.Millisecond
 	mk := func(name string, role router.Role) Pool {
-		ec := engCfg()
-		ec.MaxNumSeqs = 1 + rng.IntN(32)
-		ec.MaxNumBatchedTokens = 64 + rng.IntN(1024)
-		ec.NumGPUBlocks = 60 + rng.IntN(300)
-		ec.MaxModelLen = 1200
-		ec.AsyncScheduling = rng.IntN(2) == 0
+		ec := randomEngine(rng)
 		return Pool{Name: name, Role: role, Replicas: 1 + rng.IntN(3), Engine: ec,
 			Pricer:       constPricer{step: step, perToken: 20 * time.Microsecond},
 			DataParallel: 1 + rng.IntN(2), Lockstep: rng.IntN(2) == 0, GPUs: 1 + rng.IntN(4), KVBlockBytes: 1 << 16}

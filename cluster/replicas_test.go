@@ -15,18 +15,14 @@ import (
 	"blis/workload"
 )
 
-// replicaRun plays a random workload with shared prefixes against several
-// pools of replicas behind router kind ("rr", "prefix", "gated"), checking
-// the invariants as it goes when invariants is set: KV blocks conserved in
-// every engine after every step, the router's contract, every request
-// ending exactly once, per-endpoint counts adding up. It returns the
-// recorder's JSON and the result.
-func replicaRun(t *testing.T, seed int64, kind string, invariants bool) ([]byte, Result, *checked) {
+// randomLoad draws a random workload from rng (outputs of 1 to maxOut
+// tokens, shared prefixes half the time, a request rate half the time)
+// and its source for seed.
+func randomLoad(t *testing.T, rng *rand.Rand, seed int64, maxOut int) (workload.RandomSpec, workload.Source) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(seed), 5))
 	spec := workload.DefaultRandomSpec()
 	spec.InputLen = 64 + rng.IntN(500)
-	spec.OutputLen = 1 + rng.IntN(80)
+	spec.OutputLen = 1 + rng.IntN(maxOut)
 	spec.RangeRatio = 0.5
 	spec.NumPrompts = 100 + rng.IntN(200)
 	spec.PrefixLen = rng.IntN(2) * (16 + rng.IntN(200))
@@ -37,14 +33,34 @@ func replicaRun(t *testing.T, seed int64, kind string, invariants bool) ([]byte,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, src
+}
+
+// randomEngine draws a small engine from rng: few sequences, a small
+// token budget and KV pool, so preemption and queueing happen.
+func randomEngine(rng *rand.Rand) engine.Config {
+	ec := engCfg()
+	ec.MaxNumSeqs = 1 + rng.IntN(32)
+	ec.MaxNumBatchedTokens = 64 + rng.IntN(1024)
+	ec.NumGPUBlocks = 60 + rng.IntN(300)
+	ec.MaxModelLen = 1200
+	ec.AsyncScheduling = rng.IntN(2) == 0
+	return ec
+}
+
+// replicaRun plays a random workload with shared prefixes against several
+// pools of replicas behind router kind ("rr", "prefix", "gated"), checking
+// the invariants as it goes when invariants is set: KV blocks conserved in
+// every engine after every step, the router's contract, every request
+// ending exactly once, per-endpoint counts adding up. It returns the
+// recorder's JSON and the result.
+func replicaRun(t *testing.T, seed int64, kind string, invariants bool) ([]byte, Result, *checked) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(seed), 5))
+	spec, src := randomLoad(t, rng, seed, 80)
 	var pools []Pool
 	for p := 0; p < 1+rng.IntN(2); p++ {
-		ec := engCfg()
-		ec.MaxNumSeqs = 1 + rng.IntN(32)
-		ec.MaxNumBatchedTokens = 64 + rng.IntN(1024)
-		ec.NumGPUBlocks = 60 + rng.IntN(300)
-		ec.MaxModelLen = 1200
-		ec.AsyncScheduling = rng.IntN(2) == 0
+		ec := randomEngine(rng)
 		pools = append(pools, Pool{Name: fmt.Sprintf("pool%d", p), Replicas: 1 + rng.IntN(4), Engine: ec,
 			Pricer:       constPricer{step: time.Duration(2+rng.IntN(3)) * time.Millisecond, perToken: 20 * time.Microsecond},
 			DataParallel: 1 + rng.IntN(2), Lockstep: rng.IntN(2) == 0})
