@@ -182,21 +182,9 @@ func TestBatchQueueRandomisedInvariants(t *testing.T) {
 					ended[s.Req.ID]++
 				}
 			}
+			checkBlocks(t, e, reqs)
 		}
-		for _, r := range reqs {
-			if ended[r.ID] != 1 {
-				t.Fatalf("trial %d: request %d ended %d times", trial, r.ID, ended[r.ID])
-			}
-			if r.Status == StatusRejected {
-				continue
-			}
-			if r.Status != StatusFinished || r.NumOutput != r.MaxTokens {
-				t.Fatalf("trial %d: request %d status %v outputs %d/%d", trial, r.ID, r.Status, r.NumOutput, r.MaxTokens)
-			}
-		}
-		if e.HeldBlocks() != 0 {
-			t.Fatalf("trial %d: %d blocks held after all requests ended", trial, e.HeldBlocks())
-		}
+		checkAllEnded(t, trial, e, reqs, ended)
 		preemptions += e.Stats().Preemptions
 	}
 	if preemptions == 0 {
