@@ -155,6 +155,29 @@ func BenchmarkCluster(b *testing.B) {
 	}
 }
 
+// benchRandom runs the random workload spec (seed) against cfg, recording
+// no per-request rows, and checks that all n requests completed.
+func benchRandom(b *testing.B, cfg cluster.Config, spec workload.RandomSpec, seed int64, n int) (cluster.Result, *metrics.Result) {
+	b.Helper()
+	src, err := workload.NewRandom(spec, seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec, err := metrics.NewRecorder(metrics.RecorderOptions{OmitRequests: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cluster.Run(cfg, src, rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration})
+	if sum.Completed != n {
+		b.Fatalf("completed %d of %d", sum.Completed, n)
+	}
+	return out, sum
+}
+
 func benchCluster(b *testing.B, routerName string, replicas, n int) {
 	s := scenario.Defaults()
 	s.Model, s.Hardware = "meta-llama/Llama-3.1-8B", "h100"
@@ -165,28 +188,13 @@ func benchCluster(b *testing.B, routerName string, replicas, n int) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		src, err := workload.NewRandom(res.Random, int64(i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		rec, err := metrics.NewRecorder(metrics.RecorderOptions{OmitRequests: true})
-		if err != nil {
-			b.Fatal(err)
-		}
 		cfg := res.ClientConfig()
 		cfg.Pools = []cluster.Pool{{Name: "vllm", Replicas: replicas, Engine: cfg.Engine, Pricer: cfg.Pricer,
 			DataParallel: cfg.DataParallel, Lockstep: cfg.Lockstep}}
 		if cfg.Router, err = router.Named(routerName); err != nil {
 			b.Fatal(err)
 		}
-		out, err := cluster.Run(cfg, src, rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration})
-		if sum.Completed != n {
-			b.Fatalf("completed %d of %d", sum.Completed, n)
-		}
+		out, sum := benchRandom(b, cfg, res.Random, int64(i), n)
 		b.ReportMetric(float64(out.Engine.Steps), "steps")
 		b.ReportMetric(sum.RequestThroughput/float64(replicas), "sim_req/s/replica")
 		b.ReportMetric(sum.TTFT.Mean, "sim_ttft_mean")

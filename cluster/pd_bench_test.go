@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"blis/cluster"
-	"blis/metrics"
 	"blis/scenario"
-	"blis/workload"
 )
 
 // BenchmarkPD serves the same load — random 1024 in / 256 out on
@@ -45,22 +42,7 @@ func benchPD(b *testing.B, pd bool, n int) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		src, err := workload.NewRandom(res.Random, int64(i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		rec, err := metrics.NewRecorder(metrics.RecorderOptions{OmitRequests: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, err := cluster.Run(res.ClientConfig(), src, rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum := rec.Summarize(metrics.SummaryInput{Duration: out.Duration})
-		if sum.Completed != n {
-			b.Fatalf("completed %d of %d", sum.Completed, n)
-		}
+		out, sum := benchRandom(b, res.ClientConfig(), res.Random, int64(i), n)
 		if pd && out.Pools[1].Decoded != int64(n) {
 			b.Fatalf("decoded after a transfer: %d of %d", out.Pools[1].Decoded, n)
 		}
