@@ -101,15 +101,7 @@ func (v poolsValue) setNode(n *yaml.Node) error {
 	if n.Kind != yaml.SequenceNode {
 		return errors.New("pools is a list of pools, each a mapping (name, replicas, role, labels and vllm serve keys)")
 	}
-	serve := map[string]bool{}
-	var serveNames []string
-	var probe Scenario
-	for _, st := range probe.Settings() {
-		if st.Group == "serve" && st.Name != "model" {
-			serve[st.Name] = true
-			serveNames = append(serveNames, st.Name)
-		}
-	}
+	serveNames := poolServeNames()
 	out := make([]PoolSpec, 0, len(n.Content))
 	names := map[string]int{}
 	for i, pn := range n.Content {
@@ -162,18 +154,11 @@ func (v poolsValue) setNode(n *yaml.Node) error {
 			case "model":
 				return fmt.Errorf("%s: model: every pool serves the scenario's model (set model at the top level)", where)
 			default:
-				if !serve[key] {
+				if !slices.Contains(serveNames, key) {
 					return fmt.Errorf("%s: unknown key %s%s", where, quote(k.Value), suggest(key, append(slices.Clone(poolKeys), serveNames...)))
 				}
-				// Check the value now, against a scratch scenario, so the
-				// error names the pool.
-				scratch := Defaults()
-				for _, st := range scratch.Settings() {
-					if st.Name == key {
-						if err := st.Value.Set(val.Value); err != nil {
-							return fmt.Errorf("%s: %s: %v", where, key, err)
-						}
-					}
+				if err := checkServeValue(key, val.Value); err != nil {
+					return fmt.Errorf("%s: %s: %v", where, key, err)
 				}
 				ps.Serve = append(ps.Serve, KV{Key: key, Value: val.Value})
 			}
@@ -213,12 +198,8 @@ func (ps PoolSpec) apply(s Scenario) (Scenario, error) {
 	s.Replicas = ps.Replicas
 	sets := s.Settings()
 	for _, kv := range ps.Serve {
-		for _, st := range sets {
-			if st.Name == kv.Key {
-				if err := st.Value.Set(kv.Value); err != nil {
-					return s, &InputError{Key: "pools." + ps.Name + "." + kv.Key, Value: kv.Value, Msg: err.Error()}
-				}
-			}
+		if err := setNamed(sets, kv.Key, kv.Value); err != nil {
+			return s, &InputError{Key: "pools." + ps.Name + "." + kv.Key, Value: kv.Value, Msg: err.Error()}
 		}
 	}
 	return s, nil
