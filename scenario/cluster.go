@@ -111,7 +111,8 @@ func poolErr(ps PoolSpec, err error) error {
 	return fmt.Errorf("pools.%s: %w", ps.Name, err)
 }
 
-// RouterName is the router the run uses, as reports name it.
+// RouterName is the router the run uses, as reports name it; "" for one
+// replica with no router asked for (a run that is no cluster).
 func (r *Resolved) RouterName() string {
 	s := &r.Scenario
 	switch {

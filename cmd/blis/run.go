@@ -499,7 +499,7 @@ type replicaResult struct {
 
 // clusterOf fills the cluster part of the result's deployment.
 func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
-	if r.Endpoints() <= 1 && r.RouterName() == "" {
+	if r.RouterName() == "" { // one replica, no router asked for
 		return
 	}
 	d.Router = r.RouterName()
@@ -647,7 +647,7 @@ func printStartup(w io.Writer, r *scenario.Resolved) {
 // printCluster names the pools and the router of a cluster run (nothing
 // for one replica with no router).
 func printCluster(w io.Writer, r *scenario.Resolved, prefix string) {
-	if r.Endpoints() <= 1 && r.RouterName() == "" {
+	if r.RouterName() == "" { // one replica, no router asked for
 		return
 	}
 	fmt.Fprintf(w, "%scluster: %d replicas in %d pools behind router %s\n", prefix, r.Endpoints(), len(r.Pools), r.RouterName())
