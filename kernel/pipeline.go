@@ -245,12 +245,7 @@ func (p *Pipeline) StepTime(b *Batch) Breakdown {
 	var out Breakdown
 	var buf [8]Breakdown
 	for _, bd := range p.StageTimes(b, buf[:0]) {
-		out.Compute += bd.Compute
-		out.Memory += bd.Memory
-		out.Comm += bd.Comm
-		out.Launch += bd.Launch
-		out.Host += bd.Host
-		out.Total += bd.Total
+		out.Add(bd)
 	}
 	return out
 }
