@@ -82,6 +82,16 @@ func (d Deployment) nodeLink() nodeLink {
 	return nodeLink{perNode: c.GPUsPerNode, bandwidth: c.InterNode, latency: c.P2PLatency, name: c.Name}
 }
 
+// ringLink is the link a ring collective over a group spanning span GPUs
+// rides: the chip's NVLink within a node, the network link when the group
+// crosses nodes.
+func (d Deployment) ringLink(span int) (bw, lat float64) {
+	if nl := d.nodeLink(); span > nl.perNode && nl.bandwidth > 0 {
+		return nl.bandwidth, nl.latency
+	}
+	return d.Chip.NVLinkBW, d.Chip.P2PLatency
+}
+
 // validateAll2All checks --all2all-backend and the fabric as vLLM (and the
 // kernels it loads) would refuse them at start-up.
 func validateAll2All(d Deployment) error {

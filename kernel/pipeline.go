@@ -177,10 +177,7 @@ func NewPipeline(d Deployment, build func(Deployment) (Pricer, error)) (*Pipelin
 			// (recv_tensor_dict's all_gather_group): a ring moving
 			// (TP−1)/TP of the whole tensor.
 			n := float64(d.TP)
-			gbw, glat := c.NVLinkBW, c.P2PLatency
-			if d.TP > nl.perNode && nl.bandwidth > 0 {
-				gbw, glat = nl.bandwidth, nl.latency
-			}
+			gbw, glat := d.ringLink(d.TP)
 			p.sendFixed[i] += glat
 			p.sendPerToken[i] += (n - 1) / n * 2 * s.H * s.dtypeB / gbw
 		}
