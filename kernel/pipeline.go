@@ -58,12 +58,7 @@ func stageLayerKinds(d Deployment, g *catalog.Graph) []string {
 	if g == nil {
 		return nil
 	}
-	var all []string
-	for _, run := range g.Stack {
-		for r := 0; r < run.Repeat; r++ {
-			all = append(all, run.Kinds...)
-		}
-	}
+	all := g.LayerKinds()
 	start, end := d.stageLayers()
 	if end > len(all) {
 		return nil
