@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func (v poolsValue) String() string {
 		}
 		if len(ps.Labels) > 0 {
 			var l []string
-			for _, k := range sortedLabelKeys(ps.Labels) {
+			for _, k := range slices.Sorted(maps.Keys(ps.Labels)) {
 				l = append(l, strconv.Quote(k)+": "+strconv.Quote(ps.Labels[k]))
 			}
 			f = append(f, "labels: {"+strings.Join(l, ", ")+"}")
@@ -64,15 +65,6 @@ func (v poolsValue) String() string {
 		parts[i] = "{" + strings.Join(f, ", ") + "}"
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-func sortedLabelKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func (v poolsValue) Set(s string) error {
