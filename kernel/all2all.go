@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"blis/catalog"
 )
 
 // All2AllBackends are the names --all2all-backend accepts that the kernel
@@ -223,10 +221,4 @@ func distinctHolders(E, k, n float64) float64 {
 		return 1
 	}
 	return n * holdProb(E, k, E/n)
-}
-
-// moeExperts is the routed-expert shape of the model's MoE layers as the
-// roofline sees it (the fitted pricer reads the graph's MoE operator).
-func moeExperts(m *catalog.Model) (hidden, experts, topK int) {
-	return m.HiddenSize, m.NumExperts, m.ExpertsPerToken
 }

@@ -309,8 +309,9 @@ func rooflineA2A(d Deployment, s shape) (fixed, perToken float64) {
 		case "fp4":
 			dt = m.WeightDtype
 		}
-		hidden, experts, topK := moeExperts(m)
-		for _, leg := range a2aKernelLegs(d, hidden, experts, topK, dt) {
+		// The config's routed-expert shape (the fitted pricer reads the
+		// graph's MoE operator instead).
+		for _, leg := range a2aKernelLegs(d, m.HiddenSize, m.NumExperts, m.ExpertsPerToken, dt) {
 			n := float64(leg.gpus)
 			if leg.netFrac > 0 && nl.bandwidth > 0 {
 				per := float64(nl.perNode)
