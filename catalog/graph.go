@@ -257,6 +257,18 @@ func (g *Graph) NumLayers() int {
 	return n
 }
 
+// LayerKinds is the kind of every decoder layer, bottom to top: the stack's
+// runs unrolled.
+func (g *Graph) LayerKinds() []string {
+	var out []string
+	for _, run := range g.Stack {
+		for r := 0; r < run.Repeat; r++ {
+			out = append(out, run.Kinds...)
+		}
+	}
+	return out
+}
+
 // Kind returns the layer kind named name, or nil.
 func (g *Graph) Kind(name string) *LayerKind {
 	for i := range g.Layers {

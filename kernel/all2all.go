@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"blis/catalog"
 )
 
 // All2AllBackends are the names --all2all-backend accepts that the kernel
@@ -80,6 +78,16 @@ func (d Deployment) nodeLink() nodeLink {
 	}
 	c := d.Chip
 	return nodeLink{perNode: c.GPUsPerNode, bandwidth: c.InterNode, latency: c.P2PLatency, name: c.Name}
+}
+
+// ringLink is the link a ring collective over a group spanning span GPUs
+// rides: the chip's NVLink within a node, the network link when the group
+// crosses nodes.
+func (d Deployment) ringLink(span int) (bw, lat float64) {
+	if nl := d.nodeLink(); span > nl.perNode && nl.bandwidth > 0 {
+		return nl.bandwidth, nl.latency
+	}
+	return d.Chip.NVLinkBW, d.Chip.P2PLatency
 }
 
 // validateAll2All checks --all2all-backend and the fabric as vLLM (and the
@@ -213,10 +221,4 @@ func distinctHolders(E, k, n float64) float64 {
 		return 1
 	}
 	return n * holdProb(E, k, E/n)
-}
-
-// moeExperts is the routed-expert shape of the model's MoE layers as the
-// roofline sees it (the fitted pricer reads the graph's MoE operator).
-func moeExperts(m *catalog.Model) (hidden, experts, topK int) {
-	return m.HiddenSize, m.NumExperts, m.ExpertsPerToken
 }

@@ -48,6 +48,17 @@ type Breakdown struct {
 	Total   time.Duration
 }
 
+// Add adds o's times to b's, part by part: a step's stages, or a run's
+// steps.
+func (b *Breakdown) Add(o Breakdown) {
+	b.Compute += o.Compute
+	b.Memory += o.Memory
+	b.Comm += o.Comm
+	b.Launch += o.Launch
+	b.Host += o.Host
+	b.Total += o.Total
+}
+
 // Pricer prices steps for one resolved deployment. Implementations precompute
 // everything per deployment so StepTime does no allocation.
 type Pricer interface {

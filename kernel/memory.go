@@ -293,14 +293,12 @@ func layerWindows(d Deployment, s shape) ([]int, bool) {
 	}
 	var w []int
 	elems, uniform := -1, true
+	// Every layer's kind, or only the pipeline stage's.
 	var names []string
-	for _, run := range g.Stack {
-		for r := 0; r < run.Repeat; r++ {
-			names = append(names, run.Kinds...)
-		}
-	}
 	if d.ppSize() > 1 {
 		names = stageLayerKinds(d, g)
+	} else {
+		names = g.LayerKinds()
 	}
 	for _, name := range names {
 		k := g.Kind(name)

@@ -58,12 +58,7 @@ func stageLayerKinds(d Deployment, g *catalog.Graph) []string {
 	if g == nil {
 		return nil
 	}
-	var all []string
-	for _, run := range g.Stack {
-		for r := 0; r < run.Repeat; r++ {
-			all = append(all, run.Kinds...)
-		}
-	}
+	all := g.LayerKinds()
 	start, end := d.stageLayers()
 	if end > len(all) {
 		return nil
@@ -177,10 +172,7 @@ func NewPipeline(d Deployment, build func(Deployment) (Pricer, error)) (*Pipelin
 			// (recv_tensor_dict's all_gather_group): a ring moving
 			// (TP−1)/TP of the whole tensor.
 			n := float64(d.TP)
-			gbw, glat := c.NVLinkBW, c.P2PLatency
-			if d.TP > nl.perNode && nl.bandwidth > 0 {
-				gbw, glat = nl.bandwidth, nl.latency
-			}
+			gbw, glat := d.ringLink(d.TP)
 			p.sendFixed[i] += glat
 			p.sendPerToken[i] += (n - 1) / n * 2 * s.H * s.dtypeB / gbw
 		}
@@ -245,12 +237,7 @@ func (p *Pipeline) StepTime(b *Batch) Breakdown {
 	var out Breakdown
 	var buf [8]Breakdown
 	for _, bd := range p.StageTimes(b, buf[:0]) {
-		out.Compute += bd.Compute
-		out.Memory += bd.Memory
-		out.Comm += bd.Comm
-		out.Launch += bd.Launch
-		out.Host += bd.Host
-		out.Total += bd.Total
+		out.Add(bd)
 	}
 	return out
 }

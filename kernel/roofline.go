@@ -198,13 +198,9 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 
 	// Tensor-parallel all-reduce; a TP group larger than a node rides the
 	// network link (the fabric's when the deployment names one).
-	nl := d.nodeLink()
 	if d.TP > 1 {
 		n := float64(d.TP)
-		bw, lat := c.NVLinkBW, c.P2PLatency
-		if d.TP > nl.perNode && nl.bandwidth > 0 {
-			bw, lat = nl.bandwidth, nl.latency
-		}
+		bw, lat := d.ringLink(d.TP)
 		ops := 2 * s.L
 		r.arSecFixed = ops * lat
 		r.arSecPerToken = ops * 2 * (n - 1) / n * s.H * s.dtypeB / bw
@@ -313,8 +309,9 @@ func rooflineA2A(d Deployment, s shape) (fixed, perToken float64) {
 		case "fp4":
 			dt = m.WeightDtype
 		}
-		hidden, experts, topK := moeExperts(m)
-		for _, leg := range a2aKernelLegs(d, hidden, experts, topK, dt) {
+		// The config's routed-expert shape (the fitted pricer reads the
+		// graph's MoE operator instead).
+		for _, leg := range a2aKernelLegs(d, m.HiddenSize, m.NumExperts, m.ExpertsPerToken, dt) {
 			n := float64(leg.gpus)
 			if leg.netFrac > 0 && nl.bandwidth > 0 {
 				per := float64(nl.perNode)
@@ -331,10 +328,7 @@ func rooflineA2A(d Deployment, s shape) (fixed, perToken float64) {
 		return fixed, perToken
 	}
 	n := float64(dp)
-	bw, lat := c.NVLinkBW, c.P2PLatency
-	if dp*tp > nl.perNode && nl.bandwidth > 0 {
-		bw, lat = nl.bandwidth, nl.latency
-	}
+	bw, lat := d.ringLink(dp * tp)
 	dispatch, combine := H*a+E*a, H*a // hidden states + router logits; outputs
 	if d.all2allBackend() == a2aNaive {
 		// dp broadcasts of each rank's share; an all-reduce of the buffer.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"blis/catalog"
@@ -28,9 +29,6 @@ func (r *Resolved) Endpoints() int {
 	}
 	return n
 }
-
-// routerNames lists --router's values.
-func routerNames() []string { return router.Names() }
 
 // resolveCluster resolves the pools (one of the top-level deployment when
 // the scenario has none) and checks the router settings.
@@ -79,7 +77,7 @@ func (r *Resolved) resolveCluster() error {
 	} else if s.Router != "" && s.RouterConfig != "" {
 		return bad("router", s.Router, "give either --router or --router-config, not both")
 	}
-	if s.Router != "" && !contains(router.Names(), s.Router) {
+	if s.Router != "" && !slices.Contains(router.Names(), s.Router) {
 		return bad("router", s.Router, "one of "+strings.Join(router.Names(), ", "))
 	}
 	if s.RouterConfig != "" {
@@ -99,15 +97,6 @@ func (r *Resolved) resolveCluster() error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // poolErr names the pool in an error from its deployment.
 func poolErr(ps PoolSpec, err error) error {
 	var ie *InputError
@@ -122,7 +111,8 @@ func poolErr(ps PoolSpec, err error) error {
 	return fmt.Errorf("pools.%s: %w", ps.Name, err)
 }
 
-// RouterName is the router the run uses, as reports name it.
+// RouterName is the router the run uses, as reports name it; "" for one
+// replica with no router asked for (a run that is no cluster).
 func (r *Resolved) RouterName() string {
 	s := &r.Scenario
 	switch {

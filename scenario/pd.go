@@ -92,21 +92,47 @@ func checkServeSetting(key, val string) error {
 	if key == "model" {
 		return fmt.Errorf("model: every pool serves the scenario's model (set model at the top level)")
 	}
-	scratch := Defaults()
+	names := poolServeNames()
+	if !slices.Contains(names, key) {
+		return fmt.Errorf("unknown vllm serve key %s%s", quote(key), suggest(key, names))
+	}
+	if err := checkServeValue(key, val); err != nil {
+		return fmt.Errorf("%s: %v", key, err)
+	}
+	return nil
+}
+
+// poolServeNames are the vllm serve settings a pool may override: the
+// serve group but model, which every pool shares.
+func poolServeNames() []string {
+	var probe Scenario
 	var names []string
-	for _, st := range scratch.Settings() {
-		if st.Group != "serve" || st.Name == "model" {
-			continue
-		}
-		names = append(names, st.Name)
-		if st.Name == key {
-			if err := st.Value.Set(val); err != nil {
-				return fmt.Errorf("%s: %v", key, err)
-			}
-			return nil
+	for _, st := range probe.Settings() {
+		if st.Group == "serve" && st.Name != "model" {
+			names = append(names, st.Name)
 		}
 	}
-	return fmt.Errorf("unknown vllm serve key %s%s", quote(key), suggest(key, names))
+	return names
+}
+
+// checkServeValue sets key to val on a scratch scenario, so a bad value
+// is caught where the pool writes it rather than when the pool is built.
+func checkServeValue(key, val string) error {
+	scratch := Defaults()
+	return setNamed(scratch.Settings(), key, val)
+}
+
+// setNamed sets the setting called key to val; a key no setting has is
+// left alone.
+func setNamed(sets []Setting, key, val string) error {
+	for _, st := range sets {
+		if st.Name == key {
+			if err := st.Value.Set(val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // pdPools turns --prefill-replicas / --decode-replicas into the pools

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func (v poolsValue) String() string {
 		}
 		if len(ps.Labels) > 0 {
 			var l []string
-			for _, k := range sortedLabelKeys(ps.Labels) {
+			for _, k := range slices.Sorted(maps.Keys(ps.Labels)) {
 				l = append(l, strconv.Quote(k)+": "+strconv.Quote(ps.Labels[k]))
 			}
 			f = append(f, "labels: {"+strings.Join(l, ", ")+"}")
@@ -64,15 +65,6 @@ func (v poolsValue) String() string {
 		parts[i] = "{" + strings.Join(f, ", ") + "}"
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-func sortedLabelKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func (v poolsValue) Set(s string) error {
@@ -101,15 +93,7 @@ func (v poolsValue) setNode(n *yaml.Node) error {
 	if n.Kind != yaml.SequenceNode {
 		return errors.New("pools is a list of pools, each a mapping (name, replicas, role, labels and vllm serve keys)")
 	}
-	serve := map[string]bool{}
-	var serveNames []string
-	var probe Scenario
-	for _, st := range probe.Settings() {
-		if st.Group == "serve" && st.Name != "model" {
-			serve[st.Name] = true
-			serveNames = append(serveNames, st.Name)
-		}
-	}
+	serveNames := poolServeNames()
 	out := make([]PoolSpec, 0, len(n.Content))
 	names := map[string]int{}
 	for i, pn := range n.Content {
@@ -162,18 +146,11 @@ func (v poolsValue) setNode(n *yaml.Node) error {
 			case "model":
 				return fmt.Errorf("%s: model: every pool serves the scenario's model (set model at the top level)", where)
 			default:
-				if !serve[key] {
+				if !slices.Contains(serveNames, key) {
 					return fmt.Errorf("%s: unknown key %s%s", where, quote(k.Value), suggest(key, append(slices.Clone(poolKeys), serveNames...)))
 				}
-				// Check the value now, against a scratch scenario, so the
-				// error names the pool.
-				scratch := Defaults()
-				for _, st := range scratch.Settings() {
-					if st.Name == key {
-						if err := st.Value.Set(val.Value); err != nil {
-							return fmt.Errorf("%s: %s: %v", where, key, err)
-						}
-					}
+				if err := checkServeValue(key, val.Value); err != nil {
+					return fmt.Errorf("%s: %s: %v", where, key, err)
 				}
 				ps.Serve = append(ps.Serve, KV{Key: key, Value: val.Value})
 			}
@@ -213,12 +190,8 @@ func (ps PoolSpec) apply(s Scenario) (Scenario, error) {
 	s.Replicas = ps.Replicas
 	sets := s.Settings()
 	for _, kv := range ps.Serve {
-		for _, st := range sets {
-			if st.Name == kv.Key {
-				if err := st.Value.Set(kv.Value); err != nil {
-					return s, &InputError{Key: "pools." + ps.Name + "." + kv.Key, Value: kv.Value, Msg: err.Error()}
-				}
-			}
+		if err := setNamed(sets, kv.Key, kv.Value); err != nil {
+			return s, &InputError{Key: "pools." + ps.Name + "." + kv.Key, Value: kv.Value, Msg: err.Error()}
 		}
 	}
 	return s, nil

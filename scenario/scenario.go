@@ -21,6 +21,7 @@ import (
 	"blis/internal/inputerr"
 	suggestpkg "blis/internal/suggest"
 	"blis/kernel"
+	"blis/router"
 	"blis/workload"
 )
 
@@ -395,7 +396,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "request-timeout-seconds", Group: "client", Value: floatValue{&s.RequestTimeoutSeconds}, Usage: "cancel a request not complete this many seconds after it was sent, counted failed (0: never)"},
 
 		{Name: "replicas", Group: "cluster", Value: intValue{&s.Replicas}, Usage: "model-server replicas of the deployment (each its own vllm serve with tensor-parallel-size × data-parallel-size GPUs) behind the router; at most " + strconv.Itoa(MaxReplicas)},
-		{Name: "router", Group: "cluster", Value: stringValue{&s.Router}, Usage: "how requests are spread over the replicas: " + strings.Join(routerNames(), ", "), Zero: "none with one replica, else k8s-service (kube-proxy's random pick per connection)"},
+		{Name: "router", Group: "cluster", Value: stringValue{&s.Router}, Usage: "how requests are spread over the replicas: " + strings.Join(router.Names(), ", "), Zero: "none with one replica, else k8s-service (kube-proxy's random pick per connection)"},
 		{Name: "router-config", Group: "cluster", Value: stringValue{&s.RouterConfig}, Usage: "llm-d's EndpointPickerConfig file (llm-d.ai or inference.networking.x-k8s.io API), a v0.2-era plugins-v2.yaml, or a Helm values file embedding one; its plugins replace --router", Zero: "none"},
 		{Name: "pools", Group: "cluster", Value: poolsValue{&s.Pools}, Usage: "model-server pools, each its own deployment behind the router: a list of {name, replicas, role (both, decode, prefill), labels, and any vllm serve key overriding the top level's}, e.g. '[{name: tp4, replicas: 2, tensor-parallel-size: 4}, {name: tp2, replicas: 4, tensor-parallel-size: 2}]'; replaces --replicas", Zero: "none: --replicas of the top-level deployment"},
 

@@ -499,7 +499,7 @@ type replicaResult struct {
 
 // clusterOf fills the cluster part of the result's deployment.
 func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
-	if r.Endpoints() <= 1 && r.RouterName() == "" {
+	if r.RouterName() == "" { // one replica, no router asked for
 		return
 	}
 	d.Router = r.RouterName()
@@ -647,7 +647,7 @@ func printStartup(w io.Writer, r *scenario.Resolved) {
 // printCluster names the pools and the router of a cluster run (nothing
 // for one replica with no router).
 func printCluster(w io.Writer, r *scenario.Resolved, prefix string) {
-	if r.Endpoints() <= 1 && r.RouterName() == "" {
+	if r.RouterName() == "" { // one replica, no router asked for
 		return
 	}
 	fmt.Fprintf(w, "%scluster: %d replicas in %d pools behind router %s\n", prefix, r.Endpoints(), len(r.Pools), r.RouterName())
@@ -734,14 +734,19 @@ func printStepPrice(w io.Writer, r *scenario.Resolved) {
 			sampled := i == len(pl.Stages)-1
 			printStagePrice(w, r, st, fmt.Sprintf("pipeline stage %d of %d", i+1, len(pl.Stages)), sampled)
 			if !sampled {
-				n := min(r.Engine.MaxNumSeqs, 256)
-				s := min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
+				n, s := sampleSteps(r)
 				fmt.Fprintf(w, "  %-42s %7s %-8s %9.3f %9.3f\n", "send to the next stage (hidden + residual)", "", "comm", ms(pl.SendTime(i, n)), ms(pl.SendTime(i, s)))
 			}
 		}
 		return
 	}
 	printStagePrice(w, r, r.Pricer, "", true)
+}
+
+// sampleSteps are printStepPrice's two steps' sizes: the decode step's rows
+// and the prefill's prompt tokens.
+func sampleSteps(r *scenario.Resolved) (rows, prompt int) {
+	return min(r.Engine.MaxNumSeqs, 256), min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
 }
 
 // printStagePrice is printStepPrice for one pricer (one pipeline stage when
@@ -751,10 +756,9 @@ func printStagePrice(w io.Writer, r *scenario.Resolved, pr kernel.Pricer, stage 
 	if !ok {
 		return
 	}
-	n := min(r.Engine.MaxNumSeqs, 256)
+	n, s := sampleSteps(r)
 	ctx := min(1024, r.Engine.MaxModelLen-1)
 	dec := kernel.Batch{NumDecode: n, DecodeTokens: n, DecodeContext: int64(n * ctx), Sampled: n}
-	s := min(r.Engine.MaxNumBatchedTokens, r.Engine.MaxModelLen-1)
 	pre := kernel.Batch{NumPrefill: 1, PrefillTokens: s, PrefillAttnPairs: float64(s) * float64(s+1) / 2, Sampled: 1}
 	group := ""
 	if dp := r.Deployment.DP; dp > 1 && r.Model.IsMoE() {
