@@ -652,7 +652,7 @@ func (l *loop) pipelineStep(ep, rows int, pl *kernel.Pipeline, target int) {
 		}
 		t += max(bd.Total, time.Nanosecond)
 		free[s] = t
-		addBreakdown(&sum, bd)
+		sum.Add(bd)
 	}
 	// The step's time on the clock is its time in the pipeline, waits
 	// included (at least a nanosecond per stage: it advances).
@@ -692,17 +692,7 @@ func (l *loop) stepStarted(ep, rows int, bd kernel.Breakdown, target int) {
 
 func addStep(sum *kernel.Breakdown, n *int64, bd kernel.Breakdown) {
 	*n++
-	addBreakdown(sum, bd)
-}
-
-// addBreakdown adds bd to sum, resource by resource.
-func addBreakdown(sum *kernel.Breakdown, bd kernel.Breakdown) {
-	sum.Compute += bd.Compute
-	sum.Memory += bd.Memory
-	sum.Comm += bd.Comm
-	sum.Launch += bd.Launch
-	sum.Host += bd.Host
-	sum.Total += bd.Total
+	sum.Add(bd)
 }
 
 // endStep ends the step of global rank target, or of every computing rank
