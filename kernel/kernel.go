@@ -32,6 +32,14 @@ type Batch struct {
 	// layers see: the whole group's, gathered (GroupStepTime sets it; 0
 	// means this batch's own).
 	GroupTokens int
+	// Speculative decoding (Deployment.Spec): SpecTokens is the draft
+	// tokens verified this step, summed over the decode rows that carry
+	// drafts (SpecRows): such a row schedules 1 + its drafts new tokens,
+	// all counted in DecodeTokens. Every row that samples (Sampled) then
+	// gets Spec.NumTokens new drafts from the proposer, whose passes the
+	// pricer adds to the step.
+	SpecTokens int
+	SpecRows   int
 }
 
 // Tokens is the total number of new tokens in the step.
@@ -148,6 +156,23 @@ type Deployment struct {
 	// when the environment forces one (MoEBackends()); "" or "auto" prices
 	// with the law over every kernel measured for the experts' dtype.
 	MoEBackend string
+	// Spec is --speculative-config (zero value: no speculative decoding).
+	Spec Speculation
+}
+
+// Speculation is what the step pricer needs of vLLM's
+// --speculative-config: the proposer and how many tokens it drafts.
+type Speculation struct {
+	// Method is vLLM's method: "mtp", "eagle", "eagle3", "ngram",
+	// "draft_model", "suffix" ("" with NumTokens 0: off).
+	Method string
+	// NumTokens is num_speculative_tokens, k.
+	NumTokens int
+	// DraftModel is the draft's catalog id for "draft_model" (and an
+	// EAGLE head the catalog holds); "" derives the draft from the target.
+	DraftModel string
+	// DraftTP is draft_tensor_parallel_size (0: the target's TP).
+	DraftTP int
 }
 
 // dpSize is the number of data-parallel ranks (at least 1).
