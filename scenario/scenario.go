@@ -54,6 +54,15 @@ type Scenario struct {
 	MoEBackend                string // fused-MoE kernel family (kernel.MoEBackends())
 	All2AllBackend            string // --all2all-backend: expert-parallel token dispatch (All2AllBackends())
 	KVTransferConfig          string // --kv-transfer-config: vLLM's KVTransferConfig JSON (pd.go)
+	// Speculative decoding (spec.go): vLLM's --speculative-config JSON, and
+	// BLIS's acceptance schedule for it.
+	SpeculativeConfig string
+	SpecAcceptance    string
+	// KV offload (offload.go): vLLM's shortcut flags, and LMCache's local
+	// CPU size (LMCACHE_MAX_LOCAL_CPU_SIZE, GB per worker).
+	KVOffloadingSize       float64 // GiB over the replica's GPUs (0 = off)
+	KVOffloadingBackend    string  // native or lmcache
+	LMCacheMaxLocalCPUSize float64 // GB per TP rank (0 = LMCache's default)
 
 	// vllm bench serve
 	DatasetName       string
@@ -333,6 +342,11 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "enable-expert-parallel", Group: "serve", Value: ep, Neg: epNeg, Usage: "split MoE experts whole across the DP × TP GPUs instead of slicing every expert"},
 		{Name: "all2all-backend", Group: "serve", Value: stringValue{&s.All2AllBackend}, Usage: "how expert-parallel MoE layers move tokens to their experts and back (prices MoE dispatch and combine): " + strings.Join(kernel.All2AllBackends(), ", "), Zero: "vLLM's default"},
 		{Name: "kv-transfer-config", Group: "serve", Value: stringValue{&s.KVTransferConfig}, Usage: `vLLM's KV transfer config as JSON, e.g. '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' (MultiConnector with a "connectors" list too); BLIS moves a disaggregated request's KV as NixlConnector does and notes what else it does not model`, Zero: "none (NixlConnector for prefill/decode pools)"},
+		{Name: "speculative-config", Group: "serve", Value: stringValue{&s.SpeculativeConfig}, Usage: `vLLM's speculative decoding config as JSON, e.g. '{"method":"eagle3","model":"…","num_speculative_tokens":3}' or '{"method":"mtp","num_speculative_tokens":1}'; methods mtp, eagle, eagle3, draft_model, ngram, suffix; the draft passes are priced from the draft's layers, acceptance from --spec-acceptance`, Zero: "none"},
+		{Name: "spec-acceptance", Group: "serve", Value: stringValue{&s.SpecAcceptance}, Usage: "BLIS: how often drafts are accepted: a measured preset (`blis spec presets`), mean:A (mean acceptance length A, i.i.d. per position), rates:u1,u2,… (per-position acceptance rates), or counts:drafts,acc1,acc2,… (measured counts); add ,replay to replay the schedule deterministically instead of sampling it", Zero: "the preset measured for the model and method when there is one, else required"},
+		{Name: "kv-offloading-size", Group: "serve", Value: floatValue{&s.KVOffloadingSize}, Usage: "GiB of CPU memory for offloaded KV blocks over the replica's GPUs (vLLM's cpu_bytes_to_use), with --kv-offloading-backend", Zero: "no offload"},
+		{Name: "kv-offloading-backend", Group: "serve", Value: stringValue{&s.KVOffloadingBackend}, Usage: "native (vLLM's OffloadingConnector) or lmcache (LMCacheConnectorV1)", Zero: "native"},
+		{Name: "lmcache-max-local-cpu-size", Group: "serve", Value: floatValue{&s.LMCacheMaxLocalCPUSize}, Usage: "LMCache's LMCACHE_MAX_LOCAL_CPU_SIZE: GB of CPU KV cache per GPU worker, for an LMCacheConnectorV1 in --kv-transfer-config", Zero: "LMCache's default, 5"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames(), ", "), Zero: "random, or --custom-dataset-type"},
