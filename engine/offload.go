@@ -33,8 +33,10 @@ import (
 //   - Load: a request admitted with nothing computed looks up the chunks
 //     after its GPU prefix hit (get_num_new_matched_tokens: from the chunk
 //     holding the hit's end, consecutive ready chunks); with at least one,
-//     its blocks are allocated, it waits as WAITING_FOR_REMOTE_KVS taking no
-//     budget, the chunks are pinned and read host-to-device, and it rejoins
+//     its prompt's blocks are allocated (all of them, as for a remote
+//     prefill: vLLM allocates the loaded ones only, which lets requests
+//     holding loaded KV fill the pool and deadlock), it waits as
+//     WAITING_FOR_REMOTE_KVS taking no budget, the chunks are pinned and read host-to-device, and it rejoins
 //     the head of the queue when they arrive, with those tokens computed
 //     (less the last prompt token, which is recomputed, as after a remote
 //     prefill). A request whose hit chunks another request is loading waits
@@ -353,7 +355,11 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	o := e.off
 	gpuTok := hitBlocks * e.cfg.BlockSize
 	e.delayCache = true
-	ok := e.allocateSlots(r, ext, hits, hitBlocks)
+	// The whole prompt's blocks, as for a remote prefill (vLLM allocates
+	// only the loaded ones, and the rest when the request is scheduled
+	// after the load; requests holding loaded KV can then fill the pool
+	// between them and wait for each other for ever).
+	ok := e.allocateSlots(r, r.NumTokens()-gpuTok, hits, hitBlocks)
 	e.delayCache = false
 	if !ok {
 		return false

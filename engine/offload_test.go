@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"math/rand/v2"
+	"slices"
+
+	"blis/workload"
 	"strings"
 	"testing"
 	"time"
@@ -412,4 +416,137 @@ func BenchmarkEngineOffload(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestOffloadRandomisedInvariants drives random workloads with shared
+// prefixes, preemptions and aborts through engines with random offload
+// settings, checking the block accounting (held-for-store blocks
+// included) after every step and that everything ends with no block held.
+func TestOffloadRandomisedInvariants(t *testing.T) {
+	var total Stats
+	for trial := 0; trial < 150; trial++ {
+		rng := rand.New(rand.NewPCG(uint64(trial), 11))
+		bs := []int{1, 4, 16}[rng.IntN(3)]
+		c := Config{
+			MaxNumSeqs: 1 + rng.IntN(16), MaxNumBatchedTokens: 16 + rng.IntN(256),
+			EnableChunkedPrefill: true, EnablePrefixCaching: true, BlockSize: bs,
+			NumGPUBlocks: 2 + rng.IntN(400/bs+8), MaxModelLen: 512, AsyncScheduling: trial%3 == 0,
+		}
+		o := &OffloadConfig{Connector: OffloadNative, BlocksPerChunk: 1 + rng.IntN(4), CPUChunks: 1 + rng.IntN(200),
+			BlockBytes: 1 << 20, LinkBW: []float64{1e8, 1e9, 25e9}[rng.IntN(3)], LinkLatency: time.Duration(rng.IntN(100)) * time.Microsecond,
+			Store: OffloadStore(rng.IntN(2)), Policy: kvtier.Policy(rng.IntN(2))}
+		if trial%4 == 1 {
+			o.Connector = OffloadLMCache
+		}
+		if trial%5 == 2 {
+			o.Secondary = []OffloadTier{{Name: "fs", Chunks: 1 + rng.IntN(400), ReadBW: 2e9, WriteBW: 1e9, Latency: time.Millisecond}}
+		}
+		c.Offload = o
+		e, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 20 + rng.IntN(60)
+		reqs := make([]*Request, n)
+		for i := range reqs {
+			segs := []workload.Segment{}
+			if rng.IntN(3) != 0 {
+				segs = append(segs, seg(uint64(1+rng.IntN(3)), 1+rng.IntN(200)))
+			}
+			segs = append(segs, seg(uint64(1000+i), 1+rng.IntN(150)))
+			reqs[i] = req(int64(i), 1+rng.IntN(60), segs...)
+		}
+		ended := map[int64]int{}
+		var now, end time.Duration
+		busy, next := false, 0
+		var b kernel.Batch
+		for steps := 0; ; steps++ {
+			if steps > 200000 {
+				t.Fatalf("trial %d: no progress", trial)
+			}
+			for k := rng.IntN(3); k > 0 && next < n; k-- {
+				if r := reqs[next]; !e.Add(r, now) {
+					ended[r.ID]++
+				}
+				next++
+			}
+			if rng.IntN(25) == 0 && next > 0 {
+				r := reqs[rng.IntN(next)]
+				switch r.Status {
+				case StatusWaiting, StatusRunning, StatusPreempted, StatusWaitingForRemoteKVs:
+					if !r.abortPending && e.Abort(r) {
+						ended[r.ID]++
+					}
+				}
+			}
+			e.Wake(now)
+			if !busy && e.HasWork() && e.Schedule(now, &b) > 0 {
+				busy = true
+				end = now + time.Duration(1+rng.IntN(5))*time.Millisecond + e.StepTransferTime()
+			}
+			t0 := time.Duration(never)
+			if busy {
+				t0 = end
+			}
+			if next < n {
+				t0 = min(t0, now+time.Millisecond)
+			}
+			if w := e.NextWake(); w < t0 {
+				t0 = max(w, now)
+			}
+			if t0 == never {
+				if e.HasWork() || e.Waiting() > 0 {
+					t.Fatalf("trial %d: work queued, nothing pending: waiting %d arrived %d loading %d running %d busy %v cfg %+v off %+v", trial, e.waiting.len(), e.arrived.len(), len(e.loading), len(e.running), busy, c, *o)
+				}
+				break
+			}
+			now = t0
+			if busy && now == end {
+				for _, s := range e.Complete(now) {
+					if s.Done {
+						ended[s.Req.ID]++
+					}
+				}
+				busy = false
+				e.Wake(now)
+			}
+			checkBlocks(t, e, append(slices.Clip(reqs), heldByStores(e)...))
+		}
+		for _, r := range reqs {
+			if ended[r.ID] != 1 {
+				t.Fatalf("trial %d: request %d (%v) ended %d times", trial, r.ID, r.Status, ended[r.ID])
+			}
+			if r.Status == StatusFinished && r.NumOutput != r.MaxTokens {
+				t.Fatalf("trial %d: request %d finished with %d/%d outputs", trial, r.ID, r.NumOutput, r.MaxTokens)
+			}
+		}
+		if e.HeldBlocks() != 0 {
+			t.Fatalf("trial %d: %d blocks held at the end", trial, e.HeldBlocks())
+		}
+		if p := e.CPUTier().(*kvtier.Cache); p.Len() > p.Capacity() || p.PinnedChunks() != 0 {
+			t.Fatalf("trial %d: CPU tier holds %d of %d, %d pinned with no transfer left", trial, p.Len(), p.Capacity(), p.PinnedChunks())
+		}
+		st := e.Stats()
+		total.OffloadLoads += st.OffloadLoads
+		total.OffloadStores += st.OffloadStores
+		total.OffloadTierHits[1] += st.OffloadTierHits[1]
+		total.Preemptions += st.Preemptions
+		total.Aborted += st.Aborted
+	}
+	// The trials reached every path they are meant to check.
+	if total.OffloadLoads == 0 || total.OffloadStores == 0 || total.OffloadTierHits[1] == 0 || total.Preemptions == 0 || total.Aborted == 0 {
+		t.Errorf("trials missed a path: %+v", total)
+	}
+}
+
+// heldByStores stands for the blocks finished requests hold while their
+// stores complete, as requests checkBlocks can count.
+func heldByStores(e *Engine) []*Request {
+	var out []*Request
+	for _, tr := range e.off.trackers {
+		if len(tr.blocks) > 0 {
+			out = append(out, &Request{kv: reqGroup{blocks: tr.blocks}})
+		}
+	}
+	return out
 }

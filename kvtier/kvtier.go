@@ -149,6 +149,9 @@ func (c *Cache) Len() int { return int(c.lists[listT1].n + c.lists[listT2].n) }
 // Evictions is the number of chunks evicted so far.
 func (c *Cache) Evictions() int64 { return c.evictions }
 
+// PinnedChunks is the number of chunks being loaded or stored.
+func (c *Cache) PinnedChunks() int { return c.pinned }
+
 // Contains reports whether h is stored or being stored.
 func (c *Cache) Contains(h uint64) bool {
 	i, ok := c.index.get(h)
@@ -267,28 +270,32 @@ func (c *Cache) CompleteLoad(hs []uint64) {
 	}
 }
 
-// PrepareStore reserves the chunks of hs not stored yet (see Tier).
+// PrepareStore reserves the chunks of hs not stored yet (see Tier). As in
+// vLLM, the chunks to store are chosen before evicting, so an eviction
+// may take a chunk of hs that was already stored.
 func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
-	need := 0
+	base := len(dst)
 	for _, h := range hs {
 		if !c.Contains(h) {
-			need++
+			dst = append(dst, h)
 		}
 	}
+	need := len(dst) - base
 	if need == 0 {
 		return dst, 0, true
 	}
 	evict := need - (c.capacity - c.Len())
 	if evict > 0 && c.evictable() < evict {
-		return dst, 0, false // vLLM: "cannot store"; the caller retries later
+		return dst[:base], 0, false // vLLM: "cannot store"; the caller retries later
 	}
 	for k := 0; k < evict; k++ {
 		c.evictOne()
 	}
 	c.boundGhosts()
-	for _, h := range hs {
-		if c.Contains(h) { // stored, or a duplicate of one just reserved
-			continue
+	out := base
+	for _, h := range dst[base:] {
+		if c.Contains(h) {
+			continue // a duplicate in hs
 		}
 		i, ok := c.index.get(h)
 		if ok {
@@ -305,12 +312,10 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 		c.slots[i].ref = -1
 		c.pinned++
 		c.push(listT1, i)
-		dst = append(dst, h)
+		dst[out] = h
+		out++
 	}
-	if evict < 0 {
-		evict = 0
-	}
-	return dst, evict, true
+	return dst[:out], max(evict, 0), true
 }
 
 // evictable counts unpinned resident chunks.

@@ -1,6 +1,7 @@
 package kvtier
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -234,5 +235,92 @@ func benchTier(b *testing.B, p Policy) {
 		next++
 		dst, _, _ = c.PrepareStore(one[:], dst[:0])
 		c.CompleteStore(dst)
+	}
+}
+
+// check verifies the lists, the index and the pin count agree.
+func (c *Cache) check(t *testing.T) {
+	t.Helper()
+	seen, pinned, total := 0, 0, 0
+	for l := uint8(0); l < numLists; l++ {
+		n := int32(0)
+		prev := int32(-1)
+		for i := c.lists[l].head; i >= 0; i = c.slots[i].next {
+			s := c.slots[i]
+			if s.list != l || s.prev != prev {
+				t.Fatalf("slot %d on list %d says list %d prev %d (want %d)", i, l, s.list, s.prev, prev)
+			}
+			prev = i
+			n++
+			if l != listFree {
+				if j, ok := c.index.get(s.hash); !ok || j != i {
+					t.Fatalf("slot %d (hash %x, list %d) not indexed: %d %v", i, s.hash, l, j, ok)
+				}
+			}
+			if (l == listT1 || l == listT2) && s.ref != 0 {
+				pinned++
+			}
+			if l != listFree {
+				seen++
+			}
+		}
+		if n != c.lists[l].n || prev != c.lists[l].tail {
+			t.Fatalf("list %d: walked %d, n %d; tail %d vs %d", l, n, c.lists[l].n, prev, c.lists[l].tail)
+		}
+		total += int(n)
+	}
+	if total != len(c.slots) || pinned != c.pinned || c.Len() > c.capacity {
+		t.Fatalf("slots %d of %d, pinned %d vs %d, len %d of %d", total, len(c.slots), pinned, c.pinned, c.Len(), c.capacity)
+	}
+	indexed := 0
+	for _, v := range c.index.vals {
+		if v != 0 {
+			indexed++
+		}
+	}
+	if indexed != seen {
+		t.Fatalf("index holds %d entries, lists %d", indexed, seen)
+	}
+}
+
+// TestRandomOpsKeepInvariants runs random stores, loads and touches over
+// small hash spaces, both policies, checking the structure after each.
+func TestRandomOpsKeepInvariants(t *testing.T) {
+	for trial := 0; trial < 200; trial++ {
+		rng := rand.New(rand.NewPCG(uint64(trial), 3))
+		c, _ := New(1+rng.IntN(12), Policy(trial%2))
+		var storing, loading [][]uint64
+		for op := 0; op < 400; op++ {
+			hs := make([]uint64, 1+rng.IntN(5))
+			for i := range hs {
+				hs[i] = uint64(1 + rng.IntN(40))
+			}
+			switch rng.IntN(6) {
+			case 0, 1:
+				if got, _, ok := c.PrepareStore(hs, nil); ok {
+					storing = append(storing, got)
+				}
+			case 2:
+				if len(storing) > 0 {
+					k := rng.IntN(len(storing))
+					c.CompleteStore(storing[k])
+					storing = append(storing[:k], storing[k+1:]...)
+				}
+			case 3:
+				if n := c.Lookup(hs); n > 0 {
+					c.PrepareLoad(hs[:n])
+					loading = append(loading, hs[:n])
+				}
+			case 4:
+				if len(loading) > 0 {
+					k := rng.IntN(len(loading))
+					c.CompleteLoad(loading[k])
+					loading = append(loading[:k], loading[k+1:]...)
+				}
+			case 5:
+				c.Touch(hs)
+			}
+			c.check(t)
+		}
 	}
 }
