@@ -669,6 +669,15 @@ func (l *loop) pipelineStep(ep, rows int, pl *kernel.Pipeline, target int) {
 		l.stageFree[target] = free
 	}
 	l.stageBuf = pl.StageTimes(&l.batch, l.stageBuf)
+	if l.offWake != nil {
+		// LMCache's in-step KV load and save: each stage moves its own
+		// layers' share.
+		if x := l.engs[target].StepTransferTime(); x > 0 {
+			for s := range l.stageBuf {
+				l.stageBuf[s].Total += x / time.Duration(len(l.stageBuf))
+			}
+		}
+	}
 	t, wait := l.now, time.Duration(0)
 	var sum kernel.Breakdown
 	for s, bd := range l.stageBuf {
