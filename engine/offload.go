@@ -52,12 +52,14 @@ import (
 // LinkLatency is added to its completion but does not occupy the link
 // (DMA setup overlaps the previous copy).
 //
-// Secondary tiers sit behind the CPU tier, as in vLLM's
-// TieringOffloadingSpec: only the CPU tier talks to the GPU. Every chunk
-// stored to the CPU tier is written through to each secondary tier after
-// its D2H copy (on that tier's write queue); a chunk missing from the CPU
-// tier but found in a secondary one is read into the CPU tier first (its
-// read queue), then loaded to the GPU.
+// Secondary tiers sit behind the CPU tier, as in vLLM's tiering layer
+// (vllm/v1/kv_offload/tiering/base.py SecondaryTierManager: "Store: GPU →
+// CPU (primary) → secondary (cascade); Load: secondary → CPU (primary) →
+// GPU (promotion)"): only the CPU tier talks to the GPU. Every chunk
+// stored to the CPU tier is written on to each secondary tier after its
+// D2H copy (on that tier's write queue, the CPU copy pinned meanwhile); a
+// chunk missing from the CPU tier but found in a secondary one is read
+// into the CPU tier first (its read queue), then loaded to the GPU.
 
 // OffloadConnector is the KV connector offloading the cache.
 type OffloadConnector uint8
@@ -175,7 +177,6 @@ type job struct {
 	r       *Request // loads
 	id      uint64   // loads
 	promote []uint64 // loads: chunks read from a secondary tier into the CPU tier
-	tier    int      // secondary writes: the tier
 }
 
 // fifo is a queue of jobs in completion order.
@@ -216,6 +217,7 @@ type secTier struct {
 	cfg         OffloadTier
 	t           kvtier.Tier
 	read, write xfer
+	writes      fifo // writes in flight, in completion order
 }
 
 // offload is an engine's connector state.
@@ -230,7 +232,6 @@ type offload struct {
 	pending []job // stores recorded by the step being scheduled, not on the link yet
 	stores  fifo  // D2H copies in flight
 	loads   fifo  // H2D loads in flight
-	secW    fifo  // write-through to secondary tiers (done order per tier; merged by scanning)
 	loading map[uint64]int32
 
 	trackers []tracker
@@ -241,6 +242,7 @@ type offload struct {
 	seq      uint64
 
 	stepH2D, stepD2H, stepSec time.Duration // LMCache: transfer time inside the step being scheduled
+	now                       time.Duration // the last time the engine was told
 }
 
 func newOffload(c Config) (*offload, error) {
@@ -448,6 +450,7 @@ func (e *Engine) offloadInStep(r *Request, gpuTok, ext, fromSec int) {
 // in-step transfer time starts from zero.
 func (e *Engine) offloadStep(now time.Duration) {
 	e.offloadAdvance(now)
+	e.off.now = now
 	e.off.stepH2D, e.off.stepD2H, e.off.stepSec = 0, 0, 0
 }
 
@@ -499,7 +502,8 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		// Saved in wait_for_save, on the step.
 		o.stepD2H += time.Duration(float64(bytes) / o.cfg.LinkBW * 1e9)
 		o.cpu.CompleteStore(stored)
-		e.writeThrough(stored, 0)
+		e.writeThrough(stored, o.now+o.stepD2H) // from the end of the save, roughly
+		o.recycle(stored)
 		return
 	}
 	if r.off.tracker == 0 {
@@ -517,7 +521,8 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 }
 
 // writeThrough queues chunks hs, in the CPU tier at time at, for every
-// secondary tier (or, with hs being a recycled slice, copies it).
+// secondary tier that lacks them; their CPU copies stay pinned until
+// written.
 func (e *Engine) writeThrough(hs []uint64, at time.Duration) {
 	o := e.off
 	for i := range o.sec {
@@ -528,7 +533,8 @@ func (e *Engine) writeThrough(hs []uint64, at time.Duration) {
 			o.recycle(w)
 			continue
 		}
-		o.secW.push(job{done: s.write.send(at, int64(len(w))*o.chunkBytes), hs: w, tier: i})
+		o.cpu.PrepareLoad(w)
+		s.writes.push(job{done: s.write.send(at, int64(len(w))*o.chunkBytes), hs: w})
 	}
 }
 
@@ -558,6 +564,7 @@ func (e *Engine) offloadHold(r *Request) bool {
 // last step start, and the transfers done by now complete, in time order.
 func (e *Engine) offloadAdvance(now time.Duration) {
 	o := e.off
+	o.now = max(o.now, now)
 	for i := range o.pending {
 		j := o.pending[i]
 		j.done = o.d2h.send(now, int64(len(j.hs))*o.chunkBytes)
@@ -566,7 +573,8 @@ func (e *Engine) offloadAdvance(now time.Duration) {
 	}
 	o.pending = o.pending[:0]
 	for {
-		s, l, w := o.stores.next(), o.loads.next(), o.secW.next()
+		s, l := o.stores.next(), o.loads.next()
+		w, tier := o.nextWrite()
 		t := min(s, l, w)
 		if t > now {
 			return
@@ -577,11 +585,24 @@ func (e *Engine) offloadAdvance(now time.Duration) {
 		case l:
 			e.loadDone(o.loads.pop(), t)
 		default:
-			j := o.secW.pop()
-			o.sec[j.tier].t.CompleteStore(j.hs)
+			sec := &o.sec[tier]
+			j := sec.writes.pop()
+			sec.t.CompleteStore(j.hs)
+			o.cpu.CompleteLoad(j.hs)
 			o.recycle(j.hs)
 		}
 	}
+}
+
+// nextWrite is the secondary tiers' next write completion and its tier.
+func (o *offload) nextWrite() (time.Duration, int) {
+	t, tier := never, -1
+	for i := range o.sec {
+		if w := o.sec[i].writes.next(); w < t {
+			t, tier = w, i
+		}
+	}
+	return t, tier
 }
 
 func (e *Engine) storeDone(j job) {
@@ -651,7 +672,8 @@ func (e *Engine) NextWake() time.Duration {
 	if len(o.pending) > 0 && !e.inStep {
 		return 0
 	}
-	return min(o.stores.next(), o.loads.next(), o.secW.next())
+	w, _ := o.nextWrite()
+	return min(o.stores.next(), o.loads.next(), w)
 }
 
 // StepTransferTime is the KV transfer time inside the step just scheduled

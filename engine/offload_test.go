@@ -438,8 +438,14 @@ func TestOffloadRandomisedInvariants(t *testing.T) {
 		if trial%4 == 1 {
 			o.Connector = OffloadLMCache
 		}
-		if trial%5 == 2 {
+		switch trial % 5 {
+		case 2:
 			o.Secondary = []OffloadTier{{Name: "fs", Chunks: 1 + rng.IntN(400), ReadBW: 2e9, WriteBW: 1e9, Latency: time.Millisecond}}
+		case 3: // two tiers of different speeds: writes complete out of order across them
+			o.Secondary = []OffloadTier{
+				{Name: "fs", Chunks: 1 + rng.IntN(100), ReadBW: 2e9, WriteBW: 1e8, Latency: time.Millisecond},
+				{Name: "remote", Chunks: 1 + rng.IntN(400), ReadBW: 1e9, WriteBW: 5e9, Latency: 50 * time.Microsecond},
+			}
 		}
 		c.Offload = o
 		e, err := New(c)
@@ -530,11 +536,12 @@ func TestOffloadRandomisedInvariants(t *testing.T) {
 		total.OffloadLoads += st.OffloadLoads
 		total.OffloadStores += st.OffloadStores
 		total.OffloadTierHits[1] += st.OffloadTierHits[1]
+		total.OffloadTierHits[2] += st.OffloadTierHits[2]
 		total.Preemptions += st.Preemptions
 		total.Aborted += st.Aborted
 	}
 	// The trials reached every path they are meant to check.
-	if total.OffloadLoads == 0 || total.OffloadStores == 0 || total.OffloadTierHits[1] == 0 || total.Preemptions == 0 || total.Aborted == 0 {
+	if total.OffloadLoads == 0 || total.OffloadStores == 0 || total.OffloadTierHits[1] == 0 || total.OffloadTierHits[2] == 0 || total.Preemptions == 0 || total.Aborted == 0 {
 		t.Errorf("trials missed a path: %+v", total)
 	}
 }
