@@ -377,8 +377,8 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	for _, h := range j.hs {
 		o.loading[h]++
 	}
+	o.cpu.PrepareLoad(j.hs) // pins the CPU hits before a promotion can evict them
 	at := e.readSecondary(&j, now, len(j.hs)-fromSec)
-	o.cpu.PrepareLoad(j.hs)
 	j.done = o.h2d.send(at, int64(len(j.hs))*o.chunkBytes)
 	o.loads.push(j)
 	e.stats.OffloadLoads++
@@ -434,7 +434,9 @@ func (e *Engine) offloadInStep(r *Request, gpuTok, ext, fromSec int) {
 	o := e.off
 	start, end := gpuTok/o.chunkTok, (gpuTok+ext)/o.chunkTok
 	j := job{hs: append(o.hashes(), e.chunkKeys(r, start, end)...)}
+	o.cpu.PrepareLoad(j.hs)
 	o.stepSec = max(o.stepSec, e.readSecondary(&j, -1, len(j.hs)-fromSec))
+	o.cpu.CompleteLoad(j.hs) // the promoted chunks are still being stored: left alone
 	o.cpu.CompleteStore(j.promote)
 	o.recycle(j.promote)
 	bytes := int64(len(j.hs)) * o.chunkBytes
@@ -450,7 +452,6 @@ func (e *Engine) offloadInStep(r *Request, gpuTok, ext, fromSec int) {
 // in-step transfer time starts from zero.
 func (e *Engine) offloadStep(now time.Duration) {
 	e.offloadAdvance(now)
-	e.off.now = now
 	e.off.stepH2D, e.off.stepD2H, e.off.stepSec = 0, 0, 0
 }
 
