@@ -25,7 +25,13 @@ type arrival struct {
 // returns the mean TTFT.
 func drive(t testing.TB, e *Engine, as []arrival) time.Duration {
 	t.Helper()
-	var now, end time.Duration
+	return driveFrom(t, e, as, 0)
+}
+
+// driveFrom is drive from time start.
+func driveFrom(t testing.TB, e *Engine, as []arrival, start time.Duration) time.Duration {
+	t.Helper()
+	now, end := start, time.Duration(0)
 	next, steps := 0, 0
 	busy := false
 	var b kernel.Batch
@@ -69,6 +75,9 @@ func drive(t testing.TB, e *Engine, as []arrival) time.Duration {
 		if steps++; steps > 1_000_000 {
 			t.Fatal("runaway")
 		}
+	}
+	if len(as) == 0 {
+		return 0
 	}
 	var sum time.Duration
 	for _, a := range as {
@@ -556,4 +565,45 @@ func heldByStores(e *Engine) []*Request {
 		}
 	}
 	return out
+}
+
+// A chunk being loaded is pinned: a store that needs its room is refused
+// (vLLM's prepare_store returns None) rather than evicting it.
+func TestOffloadPinnedChunksAreNotEvicted(t *testing.T) {
+	shared, _ := kvtier.New(20, kvtier.LRU)
+	mk := func() *Engine {
+		c := cfg(4096, 16, 300, 16)
+		c.Offload = offCfg(0)
+		c.Offload.CPU, c.Offload.LinkBW = shared, 1e9 // a 16-chunk load takes 134 ms
+		e, _ := New(c)
+		return e
+	}
+	a, b := mk(), mk()
+	doc := req(1, 1, seg(1, 1024))
+	drive(t, a, []arrival{{0, doc}}) // the shared tier holds its 16 chunks
+	r := req(2, 1, seg(1, 1024), seg(2, 16))
+	other := req(3, 1, seg(3, 1024))
+	b.Add(r, 0)
+	b.Add(other, 0)
+	var bt kernel.Batch
+	if b.Schedule(0, &bt) != 1 || r.Status != StatusWaitingForRemoteKVs {
+		t.Fatalf("want r loading and the other request running: %v", r.Status)
+	}
+	keys := PromptBlockHashes(nil, doc.Prompt, 16)
+	for k := 3; k < 64; k += 4 {
+		if !shared.Pinned(keys[k]) {
+			t.Fatalf("chunk %d not pinned during its load", k/4)
+		}
+	}
+	// The other request's 16 chunks need 12 evictions beyond the 4 free
+	// slots, and every stored chunk is pinned: its store is refused and
+	// the loading chunks stay.
+	if st := b.Stats(); st.OffloadStores != 0 || shared.Len() != 16 || st.OffloadTierEvictions != 0 {
+		t.Fatalf("stores %d, tier holds %d, evictions %d", st.OffloadStores, shared.Len(), st.OffloadTierEvictions)
+	}
+	b.Complete(time.Millisecond)
+	driveFrom(t, b, nil, time.Millisecond)
+	if r.Status != StatusFinished || r.CachedTokens != 1024 || shared.PinnedChunks() != 0 {
+		t.Errorf("r %v cached %d, %d chunks pinned after the run", r.Status, r.CachedTokens, shared.PinnedChunks())
+	}
 }
