@@ -85,15 +85,20 @@ const (
 )
 
 // OffloadTier is a secondary tier behind the CPU tier (a filesystem, a
-// remote store such as Mooncake).
+// remote store such as Mooncake). Engines given the same Tier share its
+// chunks; given the same Read and Write links they also share its
+// bandwidth.
 type OffloadTier struct {
 	Name    string
 	Chunks  int           // capacity in chunks (when Tier is nil)
 	Policy  kvtier.Policy // eviction policy (when Tier is nil)
 	Tier    kvtier.Tier   // a tier shared by several engines; nil: the engine makes its own
-	ReadBW  float64       // bytes/s into the CPU tier
-	WriteBW float64       // bytes/s from the CPU tier
-	Latency time.Duration // per transfer
+	ReadBW  float64       // bytes/s into the CPU tier (when Read is nil)
+	WriteBW float64       // bytes/s from the CPU tier (when Write is nil)
+	Latency time.Duration // per transfer (when Read or Write is nil)
+	// Read and Write are the tier's paths when shared; nil: the engine
+	// makes its own from ReadBW, WriteBW and Latency.
+	Read, Write *kvtier.Link
 }
 
 // OffloadConfig turns KV offloading on (Config.Offload; nil: off).
@@ -138,7 +143,7 @@ func (o *OffloadConfig) validate(c Config) error {
 		switch {
 		case t.Tier == nil && t.Chunks < 1:
 			return fmt.Errorf("KV offload tier %d (%s) of %d chunks: need at least 1", i+1, t.Name, t.Chunks)
-		case !(t.ReadBW > 0) || !(t.WriteBW > 0) || math.IsInf(t.ReadBW, 0) || math.IsInf(t.WriteBW, 0):
+		case (t.Read == nil && (!(t.ReadBW > 0) || math.IsInf(t.ReadBW, 0))) || (t.Write == nil && (!(t.WriteBW > 0) || math.IsInf(t.WriteBW, 0))):
 			return fmt.Errorf("KV offload tier %d (%s) bandwidth read %v / write %v B/s: must be positive and finite", i+1, t.Name, t.ReadBW, t.WriteBW)
 		case t.Latency < 0:
 			return fmt.Errorf("KV offload tier %d (%s) latency %v: must be ≥ 0", i+1, t.Name, t.Latency)
@@ -153,20 +158,6 @@ type offReq struct {
 	tracker   int32  // its store tracker + 1 (0: none)
 	loadID    uint64 // its load in flight (0: none)
 	loadTok   int    // tokens that load brings
-}
-
-// xfer is one queue of a link: transfers serialised at bw.
-type xfer struct {
-	bw   float64
-	lat  time.Duration
-	free time.Duration // when the queue is next idle
-}
-
-// send queues bytes at time at and returns when they have arrived.
-func (x *xfer) send(at time.Duration, bytes int64) time.Duration {
-	start := max(at, x.free)
-	x.free = start + time.Duration(float64(bytes)/x.bw*1e9)
-	return x.free + x.lat
 }
 
 // job is one transfer in flight: chunks hs, done at done.
@@ -216,7 +207,7 @@ const never = time.Duration(math.MaxInt64)
 type secTier struct {
 	cfg         OffloadTier
 	t           kvtier.Tier
-	read, write xfer
+	read, write *kvtier.Link
 	writes      fifo // writes in flight, in completion order
 }
 
@@ -227,7 +218,7 @@ type offload struct {
 	sec        []secTier
 	chunkTok   int
 	chunkBytes int64
-	h2d, d2h   xfer
+	h2d, d2h   kvtier.Link
 
 	pending []job // stores recorded by the step being scheduled, not on the link yet
 	stores  fifo  // D2H copies in flight
@@ -252,7 +243,7 @@ func newOffload(c Config) (*offload, error) {
 	}
 	o := &offload{cfg: *oc, cpu: oc.CPU, chunkTok: oc.BlocksPerChunk * c.BlockSize,
 		chunkBytes: int64(oc.BlocksPerChunk) * oc.BlockBytes, loading: map[uint64]int32{},
-		h2d: xfer{bw: oc.LinkBW, lat: oc.LinkLatency}, d2h: xfer{bw: oc.LinkBW, lat: oc.LinkLatency}}
+		h2d: kvtier.Link{BW: oc.LinkBW, Latency: oc.LinkLatency}, d2h: kvtier.Link{BW: oc.LinkBW, Latency: oc.LinkLatency}}
 	if o.cpu == nil {
 		t, err := kvtier.New(oc.CPUChunks, oc.Policy)
 		if err != nil {
@@ -268,7 +259,14 @@ func newOffload(c Config) (*offload, error) {
 				return nil, err
 			}
 		}
-		o.sec = append(o.sec, secTier{cfg: s, t: t, read: xfer{bw: s.ReadBW, lat: s.Latency}, write: xfer{bw: s.WriteBW, lat: s.Latency}})
+		st := secTier{cfg: s, t: t, read: s.Read, write: s.Write}
+		if st.read == nil {
+			st.read = &kvtier.Link{BW: s.ReadBW, Latency: s.Latency}
+		}
+		if st.write == nil {
+			st.write = &kvtier.Link{BW: s.WriteBW, Latency: s.Latency}
+		}
+		o.sec = append(o.sec, st)
 	}
 	return o, nil
 }
@@ -379,7 +377,7 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	}
 	o.cpu.PrepareLoad(j.hs) // pins the CPU hits before a promotion can evict them
 	at := e.readSecondary(&j, now, len(j.hs)-fromSec)
-	j.done = o.h2d.send(at, int64(len(j.hs))*o.chunkBytes)
+	j.done = o.h2d.Send(at, int64(len(j.hs))*o.chunkBytes)
 	o.loads.push(j)
 	e.stats.OffloadLoads++
 	e.stats.OffloadLoadedBytes += int64(len(j.hs)) * o.chunkBytes
@@ -409,9 +407,9 @@ func (e *Engine) readSecondary(j *job, now time.Duration, cpuHits int) time.Dura
 		e.stats.OffloadTierHits[min(i+1, len(e.stats.OffloadTierHits)-1)] += int64(k)
 		s.t.Touch(rest[:k])
 		if now < 0 {
-			at = max(at, s.cfg.Latency+time.Duration(float64(int64(k)*o.chunkBytes)/s.cfg.ReadBW*1e9))
+			at = max(at, s.read.Duration(int64(k)*o.chunkBytes))
 		} else {
-			at = max(at, s.read.send(now, int64(k)*o.chunkBytes))
+			at = max(at, s.read.Send(now, int64(k)*o.chunkBytes))
 		}
 		rest = rest[k:]
 	}
@@ -535,7 +533,7 @@ func (e *Engine) writeThrough(hs []uint64, at time.Duration) {
 			continue
 		}
 		o.cpu.PrepareLoad(w)
-		s.writes.push(job{done: s.write.send(at, int64(len(w))*o.chunkBytes), hs: w})
+		s.writes.push(job{done: s.write.Send(at, int64(len(w))*o.chunkBytes), hs: w})
 	}
 }
 
@@ -568,7 +566,7 @@ func (e *Engine) offloadAdvance(now time.Duration) {
 	o.now = max(o.now, now)
 	for i := range o.pending {
 		j := o.pending[i]
-		j.done = o.d2h.send(now, int64(len(j.hs))*o.chunkBytes)
+		j.done = o.d2h.Send(now, int64(len(j.hs))*o.chunkBytes)
 		o.stores.push(j)
 		o.pending[i] = job{}
 	}

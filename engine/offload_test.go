@@ -607,3 +607,40 @@ func TestOffloadPinnedChunksAreNotEvicted(t *testing.T) {
 		t.Errorf("r %v cached %d, %d chunks pinned after the run", r.Status, r.CachedTokens, shared.PinnedChunks())
 	}
 }
+
+// Engines sharing a storage tier's read path queue behind each other.
+func TestOffloadSharedTierLinkContends(t *testing.T) {
+	load := func(shared bool) (time.Duration, time.Duration) {
+		fs, _ := kvtier.New(1024, kvtier.LRU)
+		read := &kvtier.Link{BW: 1e9, Latency: 100 * time.Microsecond}
+		write := &kvtier.Link{BW: 1e10, Latency: 100 * time.Microsecond}
+		mk := func() *Engine {
+			c := cfg(4096, 16, 300, 16)
+			c.Offload = offCfg(64)
+			tier := OffloadTier{Name: "fs", Tier: fs, Read: read, Write: write}
+			if !shared {
+				tier.Read, tier.Write = nil, nil
+				tier.ReadBW, tier.WriteBW, tier.Latency = 1e9, 1e10, 100*time.Microsecond
+			}
+			c.Offload.Secondary = []OffloadTier{tier}
+			e, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		w, a, b := mk(), mk(), mk()
+		drive(t, w, []arrival{{0, req(1, 1, seg(1, 1024))}}) // the document reaches the fs tier
+		var bt kernel.Batch
+		a.Add(req(2, 1, seg(1, 1024), seg(2, 16)), time.Second)
+		b.Add(req(3, 1, seg(1, 1024), seg(3, 16)), time.Second)
+		a.Schedule(time.Second, &bt)
+		b.Schedule(time.Second, &bt)
+		return a.Stats().OffloadLoadTime, b.Stats().OffloadLoadTime
+	}
+	a1, b1 := load(false)
+	a2, b2 := load(true)
+	if a1 != b1 || a2 != a1 || b2 <= a2+100*time.Millisecond {
+		t.Errorf("own links: loads %v, %v; shared read link: %v, %v (the second should wait ~134 ms for the first)", a1, b1, a2, b2)
+	}
+}

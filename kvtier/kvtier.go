@@ -24,6 +24,7 @@ package kvtier
 import (
 	"fmt"
 	"math/bits"
+	"time"
 )
 
 // Policy is the eviction policy (vLLM's kv_connector_extra_config
@@ -448,4 +449,28 @@ func (t *table) del(k uint64) {
 		}
 	}
 	t.vals[i] = 0
+}
+
+// Link is a FIFO transfer queue at a fixed bandwidth: a host link in one
+// direction, or a storage tier's read or write path. Transfers are
+// serialised at BW; each one's Latency is added to its completion but does
+// not hold the queue (the next transfer's setup overlaps). A Link given to
+// several engines (a storage tier shared by replicas) makes their
+// transfers queue behind each other; the callers' times must not go back.
+type Link struct {
+	BW      float64       // bytes/s
+	Latency time.Duration // per transfer
+	free    time.Duration // when the queue is next idle
+}
+
+// Send queues bytes at time at and returns when they have arrived.
+func (l *Link) Send(at time.Duration, bytes int64) time.Duration {
+	start := max(at, l.free)
+	l.free = start + time.Duration(float64(bytes)/l.BW*1e9)
+	return l.free + l.Latency
+}
+
+// Duration is how long bytes take on an idle link.
+func (l *Link) Duration(bytes int64) time.Duration {
+	return l.Latency + time.Duration(float64(bytes)/l.BW*1e9)
 }

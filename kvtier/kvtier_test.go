@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // store reserves and completes hs, failing the test if it cannot.
@@ -322,5 +323,31 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 			}
 			c.check(t)
 		}
+	}
+}
+
+func TestLinkQueuesAtItsBandwidth(t *testing.T) {
+	tests := []struct {
+		name  string
+		sends [][2]int64 // at (ns), bytes
+		want  []time.Duration
+	}{
+		{"idle link: latency + bytes/BW", [][2]int64{{0, 1000}}, []time.Duration{1000 + 100}},
+		{"back to back: the second waits for the first, not for its latency",
+			[][2]int64{{0, 1000}, {0, 1000}}, []time.Duration{1100, 2100}},
+		{"a gap: the link was idle", [][2]int64{{0, 1000}, {5000, 500}}, []time.Duration{1100, 5600}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &Link{BW: 1e9, Latency: 100} // 1 byte/ns
+			for i, s := range tt.sends {
+				if got := l.Send(time.Duration(s[0]), s[1]); got != tt.want[i] {
+					t.Errorf("send %d done at %v, want %v", i, got, tt.want[i])
+				}
+			}
+		})
+	}
+	if d := (&Link{BW: 2e9, Latency: 7}).Duration(1000); d != 507 {
+		t.Errorf("Duration = %v, want 507ns", d)
 	}
 }
