@@ -57,6 +57,17 @@ func sumStats(engs []*engine.Engine) engine.Stats {
 		out.Evictions += s.Evictions
 		out.ScheduledRows += s.ScheduledRows
 		out.RemoteKVLoads += s.RemoteKVLoads
+		out.ExternalPrefixQueries += s.ExternalPrefixQueries
+		out.ExternalPrefixHits += s.ExternalPrefixHits
+		for i := range out.OffloadTierHits {
+			out.OffloadTierHits[i] += s.OffloadTierHits[i]
+		}
+		out.OffloadStores += s.OffloadStores
+		out.OffloadLoads += s.OffloadLoads
+		out.OffloadStoredBytes += s.OffloadStoredBytes
+		out.OffloadLoadedBytes += s.OffloadLoadedBytes
+		out.OffloadTierEvictions += s.OffloadTierEvictions
+		out.OffloadLoadTime += s.OffloadLoadTime
 		out.MaxRunning = max(out.MaxRunning, s.MaxRunning)
 		out.PeakUsedBlocks = max(out.PeakUsedBlocks, s.PeakUsedBlocks)
 	}

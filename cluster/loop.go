@@ -74,6 +74,10 @@ type loop struct {
 	toks      []engine.Sample
 	xferTimes [][]time.Duration
 	pd        bool // a request was disaggregated
+
+	// KV offloading (offload.go): each rank's pending wake-up event (by
+	// global rank; nil when no engine offloads, so the loop pays nothing).
+	offWake []time.Duration
 }
 
 // A request's phase in the loop.
@@ -114,6 +118,7 @@ func newLoop(cfg Config, rec *metrics.Recorder) (*loop, error) {
 	if l.xf == nil && cfg.Fabric != nil {
 		l.xf = fabric.New(cfg.Fabric)
 	}
+	l.initOffload()
 	if l.rt == nil {
 		return l, nil
 	}
@@ -470,6 +475,8 @@ func (l *loop) dispatch(ev sim.Event) {
 		l.endStep(ev.Target)
 	case evDeliver:
 		l.deliver(ev)
+	case evOffload:
+		l.offloadWake(ev)
 	default:
 		l.cl.Timer(ev)
 	}
@@ -570,6 +577,9 @@ func (l *loop) startSteps() error {
 			e.ready = false
 			if e.batches != nil {
 				stuck = l.startGroupStep(ep) || stuck
+				if l.offWake != nil {
+					l.armOffload(ep)
+				}
 				continue
 			}
 			for k, eng := range e.engs {
@@ -589,7 +599,14 @@ func (l *loop) startSteps() error {
 					}
 					continue
 				}
-				l.stepStarted(ep, rows, e.pricer.StepTime(&l.batch), e.first+k)
+				bd := e.pricer.StepTime(&l.batch)
+				if l.offWake != nil {
+					bd.Total += eng.StepTransferTime() // LMCache's in-step load and save
+				}
+				l.stepStarted(ep, rows, bd, e.first+k)
+			}
+			if l.offWake != nil {
+				l.armOffload(ep)
 			}
 		}
 		l.ready = l.ready[:0]
@@ -623,7 +640,16 @@ func (l *loop) startGroupStep(ep int) (stuck bool) {
 	if rows == 0 {
 		return true
 	}
-	l.stepStarted(ep, rows, kernel.GroupStepTime(e.pricer, e.batches), -1-ep)
+	bd := kernel.GroupStepTime(e.pricer, e.batches)
+	if l.offWake != nil {
+		// The group waits for its slowest rank's in-step KV transfers.
+		var x time.Duration
+		for _, eng := range e.engs {
+			x = max(x, eng.StepTransferTime())
+		}
+		bd.Total += x
+	}
+	l.stepStarted(ep, rows, bd, -1-ep)
 	return false
 }
 
@@ -643,6 +669,15 @@ func (l *loop) pipelineStep(ep, rows int, pl *kernel.Pipeline, target int) {
 		l.stageFree[target] = free
 	}
 	l.stageBuf = pl.StageTimes(&l.batch, l.stageBuf)
+	if l.offWake != nil {
+		// LMCache's in-step KV load and save: each stage moves its own
+		// layers' share.
+		if x := l.engs[target].StepTransferTime(); x > 0 {
+			for s := range l.stageBuf {
+				l.stageBuf[s].Total += x / time.Duration(len(l.stageBuf))
+			}
+		}
+	}
 	t, wait := l.now, time.Duration(0)
 	var sum kernel.Breakdown
 	for s, bd := range l.stageBuf {
@@ -665,7 +700,8 @@ func (l *loop) pipelineStep(ep, rows int, pl *kernel.Pipeline, target int) {
 }
 
 // stalled reports a deadlock: work no engine can schedule, and nothing
-// (a step, an event, a client deadline) that could change that.
+// (a step, an event — a KV offload transfer's completion among them —, a
+// client deadline) that could change that.
 func (l *loop) stalled() error {
 	if l.q.Len() == 0 && l.cl.Wake() == never && l.stepping == 0 && l.routerWake() == never && l.xferAt() == never {
 		w, r, free := counts(l.engs)
@@ -718,6 +754,9 @@ func (l *loop) endStep(target int) {
 // finished response goes back to it, FrontendLatency later.
 func (l *loop) complete(e *engine.Engine) {
 	samples := e.Complete(l.now)
+	if l.offWake != nil {
+		e.Wake(l.now) // the step's KV stores start now
+	}
 	l.cl.Tokens(l.clientSamples(samples))
 	for i := range samples {
 		s := &samples[i]
@@ -744,4 +783,45 @@ func (l *loop) complete(e *engine.Engine) {
 	if l.cfg.AfterStep != nil {
 		l.cfg.AfterStep(l.now, e)
 	}
+}
+
+// initOffload sets up the KV offload wake-ups when an engine offloads.
+func (l *loop) initOffload() {
+	for _, e := range l.engs {
+		if e.Config().Offload != nil {
+			l.offWake = make([]time.Duration, len(l.engs))
+			for i := range l.offWake {
+				l.offWake[i] = never
+			}
+			return
+		}
+	}
+}
+
+// armOffload queues a wake-up for each rank of endpoint ep whose next KV
+// offload transfer completes before the one already queued.
+func (l *loop) armOffload(ep int) {
+	e := &l.eps[ep]
+	for k, eng := range e.engs {
+		w := eng.NextWake()
+		if w == never {
+			continue
+		}
+		w = max(w, l.now)
+		if g := e.first + k; w < l.offWake[g] {
+			l.offWake[g] = w
+			l.q.Push(sim.Event{At: w, Kind: evOffload, Target: g})
+		}
+	}
+}
+
+// offloadWake: a rank's KV transfer completed (a loaded request can be
+// scheduled, held blocks were freed); a superseded wake-up does nothing.
+func (l *loop) offloadWake(ev sim.Event) {
+	if l.offWake[ev.Target] != ev.At {
+		return
+	}
+	l.offWake[ev.Target] = never
+	l.engs[ev.Target].Wake(l.now)
+	l.mark(int(l.home[ev.Target]))
 }

@@ -219,6 +219,7 @@ type PoolResult struct {
 const (
 	evStepEnd = -1 - iota // an endpoint's step ends (Target: global rank, or −1 − endpoint for a lockstep group)
 	evDeliver             // a finished response reaches the client (Target: handle − 1; Arg: its generation)
+	evOffload             // an engine's KV offload transfer completes (Target: global rank)
 )
 
 const never = time.Duration(math.MaxInt64)

@@ -63,6 +63,9 @@ type Config struct {
 	// waits for its batch; a prompt's next chunk may follow its previous one
 	// down the pipeline, as in vLLM. Batches complete in order.
 	MaxConcurrentBatches int
+	// Offload turns on KV offloading to host memory through a KV connector
+	// (offload.go; nil: off).
+	Offload *OffloadConfig
 }
 
 // Validate reports the first impossible setting, naming its vLLM flag.
@@ -108,6 +111,19 @@ type Stats struct {
 	// RemoteKVLoads counts remote-prefill requests whose prompt KV arrived
 	// from a prefill engine (AddRemote, RemoteKVDone).
 	RemoteKVLoads int64
+
+	// KV offloading (offload.go), as vLLM's connector metrics count it.
+	ExternalPrefixQueries int64 // vllm:external_prefix_cache_queries: tokens of requests admitted with a tier lookup
+	ExternalPrefixHits    int64 // vllm:external_prefix_cache_hits: of which loaded from the tiers
+	// OffloadTierHits counts chunks loaded from the CPU tier ([0]) and
+	// from secondary tiers 1, 2 and any later ([3]).
+	OffloadTierHits      [4]int64
+	OffloadStores        int64         // store transfers (one per request per step that filled chunks)
+	OffloadLoads         int64         // load transfers (one per admitted request with a tier hit)
+	OffloadStoredBytes   int64         // device-to-host bytes, per rank
+	OffloadLoadedBytes   int64         // host-to-device bytes, per rank
+	OffloadTierEvictions int64         // chunks the tiers evicted to make room
+	OffloadLoadTime      time.Duration // Σ over asynchronous loads of admission to KV arrival
 }
 
 // Sample is one output token produced by a step.
@@ -161,6 +177,9 @@ type Engine struct {
 	reserved   []*Request
 	kept       int
 	delayCache bool
+
+	// KV offloading (offload.go; nil: off).
+	off *offload
 }
 
 // New builds an engine. The pool has cfg.NumGPUBlocks blocks including the
@@ -175,6 +194,13 @@ func New(cfg Config) (*Engine, error) {
 		running: nil, // grows to at most max-num-seqs; a rank that serves little stays small
 	}
 	e.initHybrid()
+	if cfg.Offload != nil {
+		off, err := newOffload(cfg)
+		if err != nil {
+			return nil, err
+		}
+		e.off = off
+	}
 	return e, nil
 }
 
@@ -306,6 +332,9 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	}
 	*b = kernel.Batch{}
 	e.scheduled = e.scheduled[:0]
+	if e.off != nil {
+		e.offloadStep(now)
+	}
 	budget := e.cfg.MaxNumBatchedTokens
 	thr := e.cfg.LongPrefillTokenThreshold
 	preempted := false
@@ -395,7 +424,23 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			}
 			hits, hitBlocks := e.prefixHit(r)
 			hitTokens := hitBlocks * e.cfg.BlockSize
-			n := r.NumTokens() - r.NumComputed - hitTokens
+			// KV offloading (offload.go): the connector's hit after the
+			// GPU's, loaded in the step or, asynchronously, before it.
+			ext, how, fromSec := 0, offNone, 0
+			if e.off != nil && !e.unlisted(r) {
+				ext, how, fromSec = e.offloadLookup(r, hitTokens)
+				if how == offWait {
+					break
+				}
+				if how == offAsync {
+					if !e.offloadReserve(r, now, hits, hitBlocks, ext, fromSec) {
+						break
+					}
+					q.popFront()
+					continue
+				}
+			}
+			n := r.NumTokens() - r.NumComputed - hitTokens - ext
 			if thr > 0 && n > thr {
 				n = thr
 			}
@@ -403,11 +448,18 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				break
 			}
 			n = min(n, budget)
-			if !e.allocateSlots(r, n, hits, hitBlocks) {
+			if !e.allocateSlots(r, n+ext, hits, hitBlocks) {
 				break
 			}
 			q.popFront()
-			e.firstScheduled(r, now, hitTokens)
+			if how == offInStep {
+				e.offloadInStep(r, hitTokens, ext, fromSec)
+			}
+			if e.off != nil {
+				e.offloadAdmitted(r, now, hitTokens, ext)
+			} else {
+				e.firstScheduled(r, now, hitTokens)
+			}
 			r.Status = StatusRunning
 			e.running = append(e.running, r)
 			e.add(r, n, b)
@@ -567,6 +619,9 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 // lookup can see: no other block holds a private request's hashes before
 // its first preemption, so every registration succeeds whenever it happens.
 func (e *Engine) cacheFull(r *Request, upto int) {
+	if e.off != nil {
+		e.offloadFilled(r, upto) // the connector stores the chunks filled (offload.go)
+	}
 	bs := e.cfg.BlockSize
 	full := upto / bs
 	if full <= r.kv.numCached {
@@ -786,6 +841,9 @@ func (e *Engine) completeQueued(now time.Duration) []Sample {
 // freeBlocks releases every block r holds, group by group, each tail first
 // (vLLM's KVCacheCoordinator.free).
 func (e *Engine) freeBlocks(r *Request) {
+	if e.off != nil && e.offloadHold(r) {
+		return // freed when its stores complete (offload.go)
+	}
 	e.pool.release(r.kv.blocks)
 	r.kv = reqGroup{blocks: r.kv.blocks[:0]}
 	if e.hybrid {

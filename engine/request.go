@@ -81,6 +81,8 @@ type Request struct {
 	stepTokens   int        // tokens scheduled in the current step
 	stepContext  int        // NumComputed before the current step
 	kvMore       []reqGroup // the other KV cache groups of a hybrid model
+
+	off offReq // KV offloading state (offload.go)
 }
 
 // A remote-prefill request's state on the decode engine.

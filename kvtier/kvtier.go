@@ -1,0 +1,476 @@
+// Package kvtier is an offloaded KV cache tier: a set of KV chunks, named
+// by hash, with a capacity in chunks and an eviction policy. It mirrors the
+// scheduler-side OffloadingManager of vLLM's native KV offload (vLLM v0.11–
+// v0.12: vllm/v1/kv_offload/lru_manager.py LRUOffloadingManager and
+// arc_manager.py ARCOffloadingManager): a request's chunks are looked up
+// (Lookup counts the leading ready ones), touched (Touch), pinned while they
+// are read back to the GPU (PrepareLoad/CompleteLoad), and written in two
+// phases (PrepareStore makes room and reserves them, not yet readable and
+// not evictable; CompleteStore makes them readable).
+//
+// A chunk's hash is the engine's chained hash of the last GPU block of the
+// chunk, so a hit on chunk k implies the whole prefix up to it matches.
+//
+// The Tier interface is what an engine uses. A Cache may be given to several
+// engines at once (a filesystem or Mooncake store shared by replicas): the
+// engines then see each other's chunks and compete for its capacity. The
+// simulator is single-threaded, so sharing needs no locking.
+//
+// Every operation is O(1) per chunk and allocates nothing: the entries are
+// preallocated slots on intrusive doubly linked lists, indexed by an
+// open-addressing hash table.
+package kvtier
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// Policy is the eviction policy (vLLM's kv_connector_extra_config
+// "eviction_policy": "lru", the default, or "arc").
+type Policy uint8
+
+const (
+	LRU Policy = iota
+	ARC
+)
+
+func (p Policy) String() string {
+	switch p {
+	case LRU:
+		return "lru"
+	case ARC:
+		return "arc"
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// ParsePolicy reads an eviction policy's name.
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "lru", "":
+		return LRU, nil
+	case "arc":
+		return ARC, nil
+	}
+	return 0, fmt.Errorf("eviction policy %q: must be lru or arc", s)
+}
+
+// Tier is the offloading manager an engine talks to. Hash slices are in
+// prefix order; none is retained.
+type Tier interface {
+	// Lookup counts the leading chunks of hs that are stored and readable.
+	Lookup(hs []uint64) int
+	// Touch marks hs as used now (most recent last in hs first: vLLM
+	// touches in reverse so the prefix's head ends most recent).
+	Touch(hs []uint64)
+	// PrepareLoad pins hs (all readable) while they are read back.
+	PrepareLoad(hs []uint64)
+	// CompleteLoad unpins chunks PrepareLoad pinned.
+	CompleteLoad(hs []uint64)
+	// PrepareStore reserves room for the chunks of hs not stored yet,
+	// evicting unpinned chunks by the policy, and appends them to dst. It
+	// reports false, and changes nothing, when pinned chunks leave too
+	// little room. Reserved chunks are neither readable nor evictable
+	// until CompleteStore.
+	PrepareStore(hs []uint64, dst []uint64) (stored []uint64, evicted int, ok bool)
+	// CompleteStore makes chunks PrepareStore reserved readable.
+	CompleteStore(hs []uint64)
+	// Capacity is the tier's size in chunks; Len the chunks it holds.
+	Capacity() int
+	Len() int
+}
+
+// Lists a slot can be on. LRU uses t1 only; ARC all four (b1, b2 are the
+// ghost lists of recently evicted hashes, which hold no data).
+const (
+	listFree uint8 = iota
+	listT1
+	listT2
+	listB1
+	listB2
+	numLists
+)
+
+type slot struct {
+	hash       uint64
+	prev, next int32
+	// ref: −1 while being stored (not ready), else the number of loads
+	// reading it (vLLM's BlockStatus.ref_cnt).
+	ref  int32
+	list uint8
+}
+
+type list struct{ head, tail, n int32 } // head: least recently used
+
+// Cache is a Tier with LRU or ARC eviction.
+type Cache struct {
+	policy   Policy
+	capacity int
+	slots    []slot
+	lists    [numLists]list
+	index    table
+	// ARC's adaptive target size of T1 (vLLM's target_t1_size).
+	target int
+	// Evictions counts chunks evicted to make room.
+	evictions int64
+	pinned    int // resident chunks with ref ≠ 0
+}
+
+// New makes a tier of capacity chunks (≥ 1).
+func New(capacity int, p Policy) (*Cache, error) {
+	if capacity < 1 {
+		return nil, fmt.Errorf("KV offload tier of %d chunks: need at least 1", capacity)
+	}
+	if p != LRU && p != ARC {
+		return nil, fmt.Errorf("eviction policy %d: must be lru or arc", p)
+	}
+	n := capacity
+	if p == ARC {
+		n = 3 * capacity // T1+T2 ≤ c, B1 ≤ c, B2 ≤ c
+	}
+	c := &Cache{policy: p, capacity: capacity, slots: make([]slot, n), index: newTable(n)}
+	for i := range c.lists {
+		c.lists[i] = list{-1, -1, 0}
+	}
+	for i := range c.slots {
+		c.slots[i] = slot{prev: -1, next: -1}
+		c.push(listFree, int32(i))
+	}
+	return c, nil
+}
+
+// Capacity is the tier's size in chunks.
+func (c *Cache) Capacity() int { return c.capacity }
+
+// Len is the number of chunks stored or being stored.
+func (c *Cache) Len() int { return int(c.lists[listT1].n + c.lists[listT2].n) }
+
+// Evictions is the number of chunks evicted so far.
+func (c *Cache) Evictions() int64 { return c.evictions }
+
+// PinnedChunks is the number of chunks being loaded or stored.
+func (c *Cache) PinnedChunks() int { return c.pinned }
+
+// Contains reports whether h is stored or being stored.
+func (c *Cache) Contains(h uint64) bool {
+	i, ok := c.index.get(h)
+	return ok && c.resident(i)
+}
+
+func (c *Cache) resident(i int32) bool {
+	l := c.slots[i].list
+	return l == listT1 || l == listT2
+}
+
+// Ready reports whether h is stored and readable.
+func (c *Cache) Ready(h uint64) bool {
+	i, ok := c.index.get(h)
+	return ok && c.resident(i) && c.slots[i].ref >= 0
+}
+
+// Pinned reports whether h is held by a load or a store in progress.
+func (c *Cache) Pinned(h uint64) bool {
+	i, ok := c.index.get(h)
+	return ok && c.resident(i) && c.slots[i].ref != 0
+}
+
+func (c *Cache) push(l uint8, i int32) {
+	s, L := &c.slots[i], &c.lists[l]
+	s.list, s.prev, s.next = l, L.tail, -1
+	if L.tail >= 0 {
+		c.slots[L.tail].next = i
+	} else {
+		L.head = i
+	}
+	L.tail = i
+	L.n++
+}
+
+func (c *Cache) unlink(i int32) {
+	s := &c.slots[i]
+	L := &c.lists[s.list]
+	if s.prev >= 0 {
+		c.slots[s.prev].next = s.next
+	} else {
+		L.head = s.next
+	}
+	if s.next >= 0 {
+		c.slots[s.next].prev = s.prev
+	} else {
+		L.tail = s.prev
+	}
+	s.prev, s.next = -1, -1
+	L.n--
+}
+
+func (c *Cache) move(i int32, l uint8) {
+	c.unlink(i)
+	c.push(l, i)
+}
+
+// Lookup counts the leading ready chunks of hs.
+func (c *Cache) Lookup(hs []uint64) int {
+	for k, h := range hs {
+		if !c.Ready(h) {
+			return k
+		}
+	}
+	return len(hs)
+}
+
+// Touch marks hs used, last to first.
+func (c *Cache) Touch(hs []uint64) {
+	for k := len(hs) - 1; k >= 0; k-- {
+		i, ok := c.index.get(hs[k])
+		if !ok {
+			continue
+		}
+		s := &c.slots[i]
+		switch s.list {
+		case listT1:
+			if c.policy == LRU || s.ref < 0 {
+				c.move(i, listT1) // LRU: most recent; ARC: a chunk just reserved was not used twice
+			} else {
+				c.move(i, listT2) // ARC: used twice, frequent
+			}
+		case listT2:
+			c.move(i, listT2)
+		case listB1:
+			b1, b2 := int(c.lists[listB1].n), int(c.lists[listB2].n)
+			c.target = min(c.target+max(1, b2/b1), c.capacity)
+		case listB2:
+			b1, b2 := int(c.lists[listB1].n), int(c.lists[listB2].n)
+			c.target = max(c.target-max(1, b1/b2), 0)
+		}
+	}
+}
+
+// PrepareLoad pins hs for reading.
+func (c *Cache) PrepareLoad(hs []uint64) {
+	for _, h := range hs {
+		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref >= 0 {
+			if c.slots[i].ref == 0 {
+				c.pinned++
+			}
+			c.slots[i].ref++
+		}
+	}
+}
+
+// CompleteLoad unpins hs.
+func (c *Cache) CompleteLoad(hs []uint64) {
+	for _, h := range hs {
+		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref > 0 {
+			c.slots[i].ref--
+			if c.slots[i].ref == 0 {
+				c.pinned--
+			}
+		}
+	}
+}
+
+// PrepareStore reserves the chunks of hs not stored yet (see Tier). As in
+// vLLM, the chunks to store are chosen before evicting, so an eviction
+// may take a chunk of hs that was already stored.
+func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
+	base := len(dst)
+	for _, h := range hs {
+		if !c.Contains(h) {
+			dst = append(dst, h)
+		}
+	}
+	need := len(dst) - base
+	if need == 0 {
+		return dst, 0, true
+	}
+	evict := need - (c.capacity - c.Len())
+	if evict > 0 && c.evictable() < evict {
+		return dst[:base], 0, false // vLLM: "cannot store"; the caller retries later
+	}
+	for k := 0; k < evict; k++ {
+		c.evictOne()
+	}
+	c.boundGhosts()
+	out := base
+	for _, h := range dst[base:] {
+		if c.Contains(h) {
+			continue // a duplicate in hs
+		}
+		i, ok := c.index.get(h)
+		if ok {
+			c.unlink(i) // a ghost entry comes back
+		} else {
+			i = c.lists[listFree].head
+			if i < 0 {
+				i = c.dropGhost()
+			}
+			c.unlink(i)
+			c.slots[i].hash = h
+			c.index.put(h, i)
+		}
+		c.slots[i].ref = -1
+		c.pinned++
+		c.push(listT1, i)
+		dst[out] = h
+		out++
+	}
+	return dst[:out], max(evict, 0), true
+}
+
+// evictable counts unpinned resident chunks.
+func (c *Cache) evictable() int { return c.Len() - c.pinned }
+
+// evictOne evicts the policy's victim (the caller checked one exists).
+// LRU: the least recently used unpinned chunk. ARC: T1's oldest unpinned
+// chunk when T1 is at least its target, else T2's, falling back to the other
+// list; the victim's hash joins its ghost list.
+func (c *Cache) evictOne() {
+	var i int32 = -1
+	if c.policy == LRU {
+		i = c.oldestUnpinned(listT1)
+		c.unlink(i)
+		c.index.del(c.slots[i].hash)
+		c.push(listFree, i)
+		c.evictions++
+		return
+	}
+	ghost := listB2
+	if int(c.lists[listT1].n) >= c.target {
+		if i = c.oldestUnpinned(listT1); i >= 0 {
+			ghost = listB1
+		}
+	}
+	if i < 0 {
+		if i = c.oldestUnpinned(listT2); i < 0 {
+			// vLLM's ARC fails the store here when T1 is under its
+			// target; BLIS takes T1's oldest unpinned chunk instead.
+			i, ghost = c.oldestUnpinned(listT1), listB1
+		}
+	}
+	c.move(i, ghost)
+	c.evictions++
+}
+
+func (c *Cache) oldestUnpinned(l uint8) int32 {
+	for i := c.lists[l].head; i >= 0; i = c.slots[i].next {
+		if c.slots[i].ref == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// boundGhosts keeps each ghost list at most capacity long (oldest go).
+func (c *Cache) boundGhosts() {
+	for _, l := range [...]uint8{listB1, listB2} {
+		for int(c.lists[l].n) > c.capacity {
+			i := c.lists[l].head
+			c.unlink(i)
+			c.index.del(c.slots[i].hash)
+			c.push(listFree, i)
+		}
+	}
+}
+
+// dropGhost frees the oldest ghost entry for reuse (ARC; slots are sized so
+// one exists when no slot is free).
+func (c *Cache) dropGhost() int32 {
+	l := listB1
+	if c.lists[l].n == 0 {
+		l = listB2
+	}
+	i := c.lists[l].head
+	c.unlink(i)
+	c.index.del(c.slots[i].hash)
+	c.push(listFree, i)
+	return i
+}
+
+// CompleteStore makes reserved chunks readable.
+func (c *Cache) CompleteStore(hs []uint64) {
+	for _, h := range hs {
+		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref < 0 {
+			c.slots[i].ref = 0
+			c.pinned--
+		}
+	}
+}
+
+// table maps a hash to its slot: open addressing, linear probing,
+// backward-shift deletion, at most half full. Slot value 0 is empty
+// (values are stored plus one).
+type table struct {
+	keys []uint64
+	vals []int32
+	mask uint64
+}
+
+func newTable(n int) table {
+	size := 1 << bits.Len(uint(2*max(n, 4)-1))
+	return table{keys: make([]uint64, size), vals: make([]int32, size), mask: uint64(size - 1)}
+}
+
+func (t *table) home(k uint64) uint64 { return (k * 0x9e3779b97f4a7c15) >> 20 & t.mask }
+
+func (t *table) get(k uint64) (int32, bool) {
+	for i := t.home(k); ; i = (i + 1) & t.mask {
+		if t.vals[i] == 0 {
+			return 0, false
+		}
+		if t.keys[i] == k {
+			return t.vals[i] - 1, true
+		}
+	}
+}
+
+func (t *table) put(k uint64, v int32) {
+	i := t.home(k)
+	for t.vals[i] != 0 && t.keys[i] != k {
+		i = (i + 1) & t.mask
+	}
+	t.keys[i], t.vals[i] = k, v+1
+}
+
+func (t *table) del(k uint64) {
+	i := t.home(k)
+	for t.keys[i] != k || t.vals[i] == 0 {
+		if t.vals[i] == 0 {
+			return
+		}
+		i = (i + 1) & t.mask
+	}
+	for j := (i + 1) & t.mask; t.vals[j] != 0; j = (j + 1) & t.mask {
+		h := t.home(t.keys[j])
+		if (j-h)&t.mask >= (j-i)&t.mask {
+			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			i = j
+		}
+	}
+	t.vals[i] = 0
+}
+
+// Link is a FIFO transfer queue at a fixed bandwidth: a host link in one
+// direction, or a storage tier's read or write path. Transfers are
+// serialised at BW; each one's Latency is added to its completion but does
+// not hold the queue (the next transfer's setup overlaps). A Link given to
+// several engines (a storage tier shared by replicas) makes their
+// transfers queue behind each other; the callers' times must not go back.
+type Link struct {
+	BW      float64       // bytes/s
+	Latency time.Duration // per transfer
+	free    time.Duration // when the queue is next idle
+}
+
+// Send queues bytes at time at and returns when they have arrived.
+func (l *Link) Send(at time.Duration, bytes int64) time.Duration {
+	start := max(at, l.free)
+	l.free = start + time.Duration(float64(bytes)/l.BW*1e9)
+	return l.free + l.Latency
+}
+
+// Duration is how long bytes take on an idle link.
+func (l *Link) Duration(bytes int64) time.Duration {
+	return l.Latency + time.Duration(float64(bytes)/l.BW*1e9)
+}

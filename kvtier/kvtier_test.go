@@ -1,0 +1,353 @@
+package kvtier
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// store reserves and completes hs, failing the test if it cannot.
+func store(t testing.TB, c *Cache, hs ...uint64) {
+	t.Helper()
+	got, _, ok := c.PrepareStore(hs, nil)
+	if !ok {
+		t.Fatalf("PrepareStore(%v) refused", hs)
+	}
+	c.CompleteStore(got)
+}
+
+func contents(c *Cache) []uint64 {
+	var out []uint64
+	for _, l := range [...]uint8{listT1, listT2} {
+		for i := c.lists[l].head; i >= 0; i = c.slots[i].next {
+			out = append(out, c.slots[i].hash)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestLRUOrder(t *testing.T) {
+	const a, b, cc, d = 1, 2, 3, 4
+	tests := []struct {
+		name string
+		run  func(c *Cache)
+		want []uint64
+	}{
+		{"hit a, insert d: b evicted", func(c *Cache) {
+			store(t, c, a)
+			store(t, c, b)
+			store(t, c, cc)
+			if c.Lookup([]uint64{a}) != 1 {
+				t.Fatal("a not found")
+			}
+			c.Touch([]uint64{a})
+			store(t, c, d)
+		}, []uint64{a, cc, d}},
+		{"no hit: a evicted", func(c *Cache) {
+			store(t, c, a, b, cc)
+			store(t, c, d)
+		}, []uint64{b, cc, d}},
+		{"touch reverses: head of a prefix is most recent", func(c *Cache) {
+			store(t, c, a, b, cc)
+			c.Touch([]uint64{a, b, cc}) // order becomes c, b, a (a most recent)
+			store(t, c, d)
+		}, []uint64{a, b, d}},
+		{"pinned by a load is not evicted", func(c *Cache) {
+			store(t, c, a, b, cc)
+			c.PrepareLoad([]uint64{a})
+			store(t, c, d)
+		}, []uint64{a, cc, d}},
+		{"unpinned after the load: evictable again", func(c *Cache) {
+			store(t, c, a, b, cc)
+			c.PrepareLoad([]uint64{a})
+			c.CompleteLoad([]uint64{a})
+			store(t, c, d)
+		}, []uint64{b, cc, d}},
+		{"already stored: nothing evicted", func(c *Cache) {
+			store(t, c, a, b, cc)
+			store(t, c, a, b)
+		}, []uint64{a, b, cc}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(3, LRU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.run(c)
+			if got := contents(c); !slices.Equal(got, tt.want) {
+				t.Errorf("contents %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStoreTwoPhase(t *testing.T) {
+	for _, p := range []Policy{LRU, ARC} {
+		t.Run(p.String(), func(t *testing.T) {
+			c, _ := New(2, p)
+			got, ev, ok := c.PrepareStore([]uint64{7, 8}, nil)
+			if !ok || ev != 0 || !slices.Equal(got, []uint64{7, 8}) {
+				t.Fatalf("PrepareStore = %v %d %v", got, ev, ok)
+			}
+			if c.Lookup([]uint64{7, 8}) != 0 {
+				t.Error("a chunk being stored is readable")
+			}
+			if !c.Pinned(7) {
+				t.Error("a chunk being stored is not pinned")
+			}
+			// Both slots are being stored: no room for a third.
+			if _, _, ok := c.PrepareStore([]uint64{9}, nil); ok {
+				t.Error("evicted a chunk being stored")
+			}
+			c.CompleteStore(got)
+			if c.Lookup([]uint64{7, 8, 9}) != 2 {
+				t.Error("stored chunks not readable")
+			}
+			_, ev, ok = c.PrepareStore([]uint64{9}, nil)
+			if !ok || ev != 1 || c.Evictions() != 1 || c.Len() != 2 {
+				t.Errorf("third store: ok %v evicted %d (total %d) len %d", ok, ev, c.Evictions(), c.Len())
+			}
+		})
+	}
+}
+
+func TestLookupStopsAtFirstMiss(t *testing.T) {
+	c, _ := New(8, LRU)
+	store(t, c, 1, 2, 4)
+	if n := c.Lookup([]uint64{1, 2, 3, 4}); n != 2 {
+		t.Errorf("Lookup = %d, want 2", n)
+	}
+}
+
+func TestARC(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(c *Cache)
+		want []uint64
+	}{
+		{"a chunk used twice survives a scan", func(c *Cache) {
+			store(t, c, 1, 2, 3)
+			c.Touch([]uint64{1}) // 1 → T2
+			store(t, c, 4)       // T1 (2,3) ≥ target 0: evict T1's oldest, 2
+			store(t, c, 5)       // evict 3
+			store(t, c, 6)       // evict 4; 1 stays in T2
+		}, []uint64{1, 5, 6}},
+		{"a ghost hit in B1 grows T1's target", func(c *Cache) {
+			store(t, c, 1, 2, 3)
+			c.Touch([]uint64{3})
+			c.Touch([]uint64{2}) // T1 = {1}, T2 = {3, 2}
+			store(t, c, 4)       // T1 (1 chunk) ≥ target 0: evict 1 → B1
+			c.Touch([]uint64{1}) // B1 hit: target 1
+			if c.target != 1 {
+				t.Errorf("target %d, want 1", c.target)
+			}
+			store(t, c, 5) // T1 = {4} ≥ 1: evict 4
+		}, []uint64{2, 3, 5}},
+		{"a chunk just reserved is not promoted by a touch", func(c *Cache) {
+			got, _, _ := c.PrepareStore([]uint64{1}, nil)
+			c.Touch([]uint64{1})
+			c.CompleteStore(got)
+			store(t, c, 2, 3)
+			store(t, c, 4) // 1 still in T1 and oldest: evicted
+		}, []uint64{2, 3, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := New(3, ARC)
+			tt.run(c)
+			if got := contents(c); !slices.Equal(got, tt.want) {
+				t.Errorf("contents %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	if _, err := New(0, LRU); err == nil {
+		t.Error("capacity 0 accepted")
+	}
+	if _, err := New(4, Policy(9)); err == nil {
+		t.Error("unknown policy accepted")
+	}
+	for _, s := range []string{"lru", "arc"} {
+		if p, err := ParsePolicy(s); err != nil || p.String() != s {
+			t.Errorf("ParsePolicy(%q) = %v, %v", s, p, err)
+		}
+	}
+	if _, err := ParsePolicy("fifo"); err == nil {
+		t.Error("fifo accepted")
+	}
+}
+
+// TestTableChurn stores far more chunks than fit, so every slot and table
+// entry is reused many times, and checks the index against the lists.
+func TestTableChurn(t *testing.T) {
+	for _, p := range []Policy{LRU, ARC} {
+		c, _ := New(64, p)
+		for k := uint64(1); k <= 10_000; k++ {
+			store(t, c, k*0x9e37)
+			if k%3 == 0 {
+				c.Touch([]uint64{(k - 1) * 0x9e37})
+			}
+		}
+		got := contents(c)
+		if len(got) != 64 {
+			t.Fatalf("%v: %d resident, want 64", p, len(got))
+		}
+		for _, h := range got {
+			if !c.Ready(h) {
+				t.Errorf("%v: %x resident but not found", p, h)
+			}
+		}
+	}
+}
+
+var _ Tier = (*Cache)(nil)
+
+// BenchmarkTierLRU is the steady state of a full LRU tier: a lookup that
+// hits, a touch, and a store that evicts.
+//
+//	go test ./kvtier -run x -bench . -benchmem
+func BenchmarkTierLRU(b *testing.B) { benchTier(b, LRU) }
+
+func BenchmarkTierARC(b *testing.B) { benchTier(b, ARC) }
+
+func benchTier(b *testing.B, p Policy) {
+	const capacity = 1 << 16
+	c, _ := New(capacity, p)
+	var one [1]uint64
+	var dst []uint64
+	for k := uint64(1); k <= capacity; k++ {
+		one[0] = k
+		dst, _, _ = c.PrepareStore(one[:], dst[:0])
+		c.CompleteStore(dst)
+	}
+	next := uint64(capacity + 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		one[0] = next - capacity/2
+		c.Lookup(one[:])
+		c.Touch(one[:])
+		one[0] = next
+		next++
+		dst, _, _ = c.PrepareStore(one[:], dst[:0])
+		c.CompleteStore(dst)
+	}
+}
+
+// check verifies the lists, the index and the pin count agree.
+func (c *Cache) check(t *testing.T) {
+	t.Helper()
+	seen, pinned, total := 0, 0, 0
+	for l := uint8(0); l < numLists; l++ {
+		n := int32(0)
+		prev := int32(-1)
+		for i := c.lists[l].head; i >= 0; i = c.slots[i].next {
+			s := c.slots[i]
+			if s.list != l || s.prev != prev {
+				t.Fatalf("slot %d on list %d says list %d prev %d (want %d)", i, l, s.list, s.prev, prev)
+			}
+			prev = i
+			n++
+			if l != listFree {
+				if j, ok := c.index.get(s.hash); !ok || j != i {
+					t.Fatalf("slot %d (hash %x, list %d) not indexed: %d %v", i, s.hash, l, j, ok)
+				}
+			}
+			if (l == listT1 || l == listT2) && s.ref != 0 {
+				pinned++
+			}
+			if l != listFree {
+				seen++
+			}
+		}
+		if n != c.lists[l].n || prev != c.lists[l].tail {
+			t.Fatalf("list %d: walked %d, n %d; tail %d vs %d", l, n, c.lists[l].n, prev, c.lists[l].tail)
+		}
+		total += int(n)
+	}
+	if total != len(c.slots) || pinned != c.pinned || c.Len() > c.capacity {
+		t.Fatalf("slots %d of %d, pinned %d vs %d, len %d of %d", total, len(c.slots), pinned, c.pinned, c.Len(), c.capacity)
+	}
+	indexed := 0
+	for _, v := range c.index.vals {
+		if v != 0 {
+			indexed++
+		}
+	}
+	if indexed != seen {
+		t.Fatalf("index holds %d entries, lists %d", indexed, seen)
+	}
+}
+
+// TestRandomOpsKeepInvariants runs random stores, loads and touches over
+// small hash spaces, both policies, checking the structure after each.
+func TestRandomOpsKeepInvariants(t *testing.T) {
+	for trial := 0; trial < 200; trial++ {
+		rng := rand.New(rand.NewPCG(uint64(trial), 3))
+		c, _ := New(1+rng.IntN(12), Policy(trial%2))
+		var storing, loading [][]uint64
+		for op := 0; op < 400; op++ {
+			hs := make([]uint64, 1+rng.IntN(5))
+			for i := range hs {
+				hs[i] = uint64(1 + rng.IntN(40))
+			}
+			switch rng.IntN(6) {
+			case 0, 1:
+				if got, _, ok := c.PrepareStore(hs, nil); ok {
+					storing = append(storing, got)
+				}
+			case 2:
+				if len(storing) > 0 {
+					k := rng.IntN(len(storing))
+					c.CompleteStore(storing[k])
+					storing = append(storing[:k], storing[k+1:]...)
+				}
+			case 3:
+				if n := c.Lookup(hs); n > 0 {
+					c.PrepareLoad(hs[:n])
+					loading = append(loading, hs[:n])
+				}
+			case 4:
+				if len(loading) > 0 {
+					k := rng.IntN(len(loading))
+					c.CompleteLoad(loading[k])
+					loading = append(loading[:k], loading[k+1:]...)
+				}
+			case 5:
+				c.Touch(hs)
+			}
+			c.check(t)
+		}
+	}
+}
+
+func TestLinkQueuesAtItsBandwidth(t *testing.T) {
+	tests := []struct {
+		name  string
+		sends [][2]int64 // at (ns), bytes
+		want  []time.Duration
+	}{
+		{"idle link: latency + bytes/BW", [][2]int64{{0, 1000}}, []time.Duration{1000 + 100}},
+		{"back to back: the second waits for the first, not for its latency",
+			[][2]int64{{0, 1000}, {0, 1000}}, []time.Duration{1100, 2100}},
+		{"a gap: the link was idle", [][2]int64{{0, 1000}, {5000, 500}}, []time.Duration{1100, 5600}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &Link{BW: 1e9, Latency: 100} // 1 byte/ns
+			for i, s := range tt.sends {
+				if got := l.Send(time.Duration(s[0]), s[1]); got != tt.want[i] {
+					t.Errorf("send %d done at %v, want %v", i, got, tt.want[i])
+				}
+			}
+		})
+	}
+	if d := (&Link{BW: 2e9, Latency: 7}).Duration(1000); d != 507 {
+		t.Errorf("Duration = %v, want 507ns", d)
+	}
+}
