@@ -53,7 +53,12 @@ type Breakdown struct {
 	Comm    time.Duration // collectives (TP all-reduce over NVLink)
 	Launch  time.Duration // GPU idle between piecewise CUDA graphs (or eager kernels) and the kernels launched eagerly between them
 	Host    time.Duration // CPU-side scheduling, launch and output processing
-	Total   time.Duration
+	// Draft is the speculative proposer's share of the step (its draft
+	// passes' compute, memory, collectives and launch waits; an n-gram
+	// lookup's host time), already counted in the resources above: the
+	// lead's "draft share" is Draft / Total.
+	Draft time.Duration
+	Total time.Duration
 }
 
 // Add adds o's times to b's, part by part: a step's stages, or a run's
@@ -64,6 +69,7 @@ func (b *Breakdown) Add(o Breakdown) {
 	b.Comm += o.Comm
 	b.Launch += o.Launch
 	b.Host += o.Host
+	b.Draft += o.Draft
 	b.Total += o.Total
 }
 
