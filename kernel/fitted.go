@@ -120,6 +120,17 @@ type fitted struct {
 	// decoding, or a pipeline stage before the last).
 	spec *fittedDraft
 	k    int // num_speculative_tokens (0: none)
+	// needLn has bit r set when a term on row set r reads ln m (a
+	// residual grid or a collective's curve).
+	needLn uint8
+}
+
+// lnIf is ln x when a term on row set rows reads it, else 0.
+func (f *fitted) lnIf(rows uint8, x float64) float64 {
+	if f.needLn&(1<<rows) == 0 {
+		return 0
+	}
+	return logPos(x)
 }
 
 // ErrNoCoefficients marks a chip with no fitted kernel coefficients (no
@@ -232,7 +243,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	if d.lastStage() {
 		head = g.Head
 	}
-	if err := resolveTerms(d, co, f, embed, g.Layers, counts, head); err != nil {
+	if err := resolveTerms(d, co, f, embed, g.Layers, counts, head, false); err != nil {
 		return nil, err
 	}
 	if d.lastStage() {
@@ -248,9 +259,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 
 // resolveTerms appends to f the priced terms of the embedding ops, every
 // layer kind's ops times its count (a count of 0 skips the kind) and the
-// head ops, resolved against d and the chip's coefficients co.
-func resolveTerms(d Deployment, co *catalog.Coefficients, f *fitted, embed []catalog.Op, layers []catalog.LayerKind, counts []int, head []catalog.Op) error {
-	r := resolver{d: d, co: co, f: f}
+// head ops, resolved against d and the chip's coefficients co; merge
+// prices alike operators as one term whatever their names.
+func resolveTerms(d Deployment, co *catalog.Coefficients, f *fitted, embed []catalog.Op, layers []catalog.LayerKind, counts []int, head []catalog.Op, merge bool) error {
+	r := resolver{d: d, co: co, f: f, merge: merge}
 	for _, op := range embed {
 		r.add(op, 1)
 	}
@@ -303,6 +315,7 @@ func (f *fitted) Substitutions() []string { return f.subs }
 // resolver turns graph operators into priced terms.
 type resolver struct {
 	d       Deployment
+	merge   bool // merge terms across names (a draft's terms, never itemized)
 	co      *catalog.Coefficients
 	f       *fitted
 	err     error
@@ -745,6 +758,26 @@ func (r *resolver) kernelTerm(l *catalog.CommLaw, leg a2aLeg, count float64) ter
 // (dense vs MoE layers, sliding vs full attention): each distinct operator
 // is priced once per step, its count summed.
 func (r *resolver) push(t term) {
+	if t.grid != nil || t.kind == termComm {
+		r.f.needLn |= 1 << t.rows
+	}
+	if r.merge {
+		// Unnamed terms: identical operators merge whatever their names,
+		// and memory-bound kernels on the same rows into one term of
+		// their summed launches and count-weighted bytes (the same price:
+		// Σ count·(floor + m·bytes/BW)).
+		t.name = ""
+		if t.kind == termElementwise {
+			for i := range r.f.terms {
+				if u := &r.f.terms[i]; u.kind == termElementwise && u.rows == t.rows {
+					c := u.count + t.count
+					u.bytes = (u.count*u.bytes + t.count*t.bytes) / c
+					u.count = c
+					return
+				}
+			}
+		}
+	}
 	for i := range r.f.terms {
 		u := &r.f.terms[i]
 		c := u.count
@@ -875,7 +908,12 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
 
 	// ln m of the five row sets, for the residual grids and collectives.
-	lnT, lnS, lnP, lnD, lnG := logPos(T), logPos(sampled), logPos(pre), logPos(dec), logPos(G)
+	// Only the row sets some term reads ln m of (needLn) pay for a log.
+	var lnT, lnS, lnP, lnD, lnG float64
+	if f.needLn != 0 {
+		lnT, lnS, lnP = f.lnIf(rowsAll, T), f.lnIf(rowsSampled, sampled), f.lnIf(rowsPrefill, pre)
+		lnD, lnG = f.lnIf(rowsDecode, dec), f.lnIf(rowsGroup, G)
+	}
 	for i := range f.terms {
 		t := &f.terms[i]
 		m, lm := T, lnT

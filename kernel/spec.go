@@ -274,7 +274,7 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 	s.name = dg.description
 	newTerms := func(embed []catalog.Op, layers []catalog.LayerKind, counts []int, head []catalog.Op) (*fitted, error) {
 		df := &fitted{memBW: f.memBW, a: f.a, mode: f.mode, elemFloor: f.elemFloor}
-		if err := resolveTerms(dg.d, co, df, embed, layers, counts, head); err != nil {
+		if err := resolveTerms(dg.d, co, df, embed, layers, counts, head, true); err != nil {
 			return nil, fmt.Errorf("speculative draft (%s): %w", dg.description, err)
 		}
 		for _, sub := range df.subs {
