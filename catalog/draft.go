@@ -7,13 +7,13 @@ import (
 
 // Speculative-decoding drafts the catalog derives rather than stores: the
 // EAGLE heads vLLM runs beside a target (vllm/model_executor/models/
-// llama_eagle.py and llama_eagle3.py @00bd1493, proposer
+// llama_eagle.py @00da9231 and llama_eagle3.py @00bd1493, proposer
 // vllm/v1/spec_decode/eagle.py @008603a3). A head is one Llama decoder
 // layer sized like the target, so its graph follows from the target's.
 
 // srcLlamaEagle and srcLlamaEagle3 are the vLLM modules the derived heads mirror.
 const (
-	srcLlamaEagle  = "vllm/model_executor/models/llama_eagle.py@00bd1493"
+	srcLlamaEagle  = "vllm/model_executor/models/llama_eagle.py@00da9231"
 	srcLlamaEagle3 = "vllm/model_executor/models/llama_eagle3.py@00bd1493"
 )
 

@@ -1043,7 +1043,7 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 type OpTime struct {
 	Name     string
 	Count    float64
-	Resource string // "compute", "memory" or "comm"
+	Resource string // "compute", "memory" or "comm"; the speculative proposer's line "draft" (GPU passes) or "host" (n-gram lookup)
 	Time     time.Duration
 }
 
@@ -1080,7 +1080,7 @@ func (f *fitted) Explain(b *Batch) []OpTime {
 	if f.spec != nil {
 		var bd Breakdown
 		f.spec.add(b, &bd)
-		res := "compute"
+		res := "draft"
 		if f.spec.f == nil {
 			res = "host"
 		}

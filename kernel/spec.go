@@ -98,6 +98,13 @@ func validateSpec(d Deployment) error {
 		if g.Draft == nil || g.Draft.Method != "mtp" || len(g.Draft.Layers) == 0 {
 			return fmt.Errorf("--speculative-config method mtp: %s has no MTP layers (num_nextn_predict_layers); models that have: %v", d.Model.ID, catalog.MTPModels())
 		}
+		n := 0
+		for _, k := range g.Draft.Layers {
+			n += k.Count
+		}
+		if n > 0 && s.NumTokens > n && s.NumTokens%n != 0 {
+			return fmt.Errorf("--speculative-config num_speculative_tokens %d: above the %d MTP layers of %s it must be a multiple of them (vllm/config/speculative.py)", s.NumTokens, n, d.Model.ID)
+		}
 	case "eagle", "eagle3":
 		if s.DraftModel != "" {
 			return fmt.Errorf("--speculative-config method %s: the catalog holds no EAGLE heads (model %q); leave model empty to derive the head from %s", s.Method, s.DraftModel, d.Model.ID)
