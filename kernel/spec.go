@@ -613,3 +613,81 @@ func (s *rooflineDraft) add(b *Batch, out *Breakdown) (total time.Duration) {
 	out.Draft += d
 	return d
 }
+
+// draftMemory is what the proposer adds to one GPU of the last pipeline
+// stage at start-up: its weights, and the KV bytes its attention layers
+// add per token, on its draft_tensor_parallel_size ranks. vLLM loads the
+// draft beside the target (EagleProposer.load_model): an EAGLE or MTP
+// draft shares the target's token embedding (one pipeline stage), an
+// EAGLE-1 head also its LM head; an EAGLE-3 head and each MTP module keep
+// their own heads; a draft model holds everything. Prefill-only and
+// decode-only MLA GEMMs count once (kv_b_proj; its absorbed forms are
+// views of it), as the target's weights do. ngram and suffix add nothing.
+func draftMemory(d Deployment) (weights, kvPerToken float64, attnLayers int, err error) {
+	if d.specK() == 0 || !d.lastStage() {
+		return 0, 0, 0, nil
+	}
+	g, err := catalog.LookupGraph(d.Model.ID)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	dg, err := resolveDraft(d, g)
+	if err != nil || dg == nil {
+		return 0, 0, 0, err
+	}
+	dd := dg.d
+	tp := dd.TP
+	kvB, _ := kvDtypeBytes(dd.KVCacheDtype, dd.Model.DtypeBytes)
+	ownHead := d.Spec.Method != "eagle"
+	ownEmbed := d.Spec.Method == "draft_model"
+	add := func(op catalog.Op, count float64) {
+		switch op.Kind {
+		case catalog.OpGEMM:
+			if op.Phase == catalog.PhaseDecode || (op.Rows == catalog.RowsSampled && !ownHead) {
+				return
+			}
+			batch, n, k := op.RankShape(tp)
+			dt := op.Dtype
+			if dd.Quantization == "fp8" && (dt == "bf16" || dt == "fp16") && op.Rows != catalog.RowsSampled {
+				dt = "fp8"
+			}
+			weights += count * float64(max(batch, 1)) * float64(n) * float64(k) * bytesPerParam(dt)
+		case catalog.OpEmbedding:
+			if ownEmbed {
+				_, n, k := op.RankShape(tp)
+				weights += count * float64(n) * float64(k) * bytesPerParam(op.Dtype)
+			}
+		case catalog.OpMoE:
+			m := op.MoE
+			weights += count * float64(m.Experts) * 3 * float64(m.Hidden) * float64(m.Inter) / float64(tp*dd.dpSize()) * bytesPerParam(m.Dtype)
+		case catalog.OpAttention:
+			kvPerToken += count * float64(op.Attn.KVCacheElemsPerRank(tp)) * kvB
+			attnLayers += int(count)
+		}
+	}
+	for _, op := range dg.embed {
+		add(op, 1)
+	}
+	for i := range dg.layers {
+		for _, op := range dg.layers[i].Ops {
+			add(op, float64(dg.counts[i]))
+		}
+	}
+	for _, op := range dg.head {
+		add(op, 1)
+	}
+	for _, op := range dg.combine {
+		add(op, 1)
+	}
+	if d.Spec.Method == "mtp" {
+		// Every MTP module is loaded, one per pass runs.
+		n := 0
+		for _, k := range g.Draft.Layers {
+			n += k.Count
+		}
+		weights *= float64(n)
+		kvPerToken *= float64(n)
+		attnLayers *= n
+	}
+	return weights, kvPerToken, attnLayers, nil
+}

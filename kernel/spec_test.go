@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -388,6 +389,51 @@ func BenchmarkStepTimeSpec(b *testing.B) {
 					p.StepTime(&batch)
 				}
 			})
+		}
+	}
+}
+
+// vLLM loads the draft beside the target: its weights and its attention
+// layers' KV come out of the pool.
+func TestSpecMemory(t *testing.T) {
+	for _, tc := range []struct {
+		model, chip string
+		tp          int
+		spec        Speculation
+		// Expected extra weights per GPU, GiB, and KV bytes per token
+		// relative to the target's.
+		wLo, wHi, kvRatio float64
+	}{
+		// One MTP module: 256 fp8 experts of 3 × 7168 × 2048 over 8 GPUs
+		// (1.41 GB), MLA, eh_proj, its shared head; one layer's KV of 61.
+		{"deepseek-ai/DeepSeek-V3", "h200", 8, Speculation{Method: "mtp", NumTokens: 1}, 1.5, 2.2, 62.0 / 61},
+		// EAGLE-3 head: qkv 8192×6144, o, MLP 3×4096×14336, fc 12288×4096,
+		// a 32000-row head, in bf16 (0.79 GiB); one layer's KV of 32.
+		{"meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle3", NumTokens: 3}, 0.75, 0.85, 33.0 / 32},
+		// EAGLE-1 head: fc 8192×4096 instead, no LM head of its own (0.47 GiB).
+		{"meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle", NumTokens: 3}, 0.45, 0.5, 33.0 / 32},
+		{"meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "ngram", NumTokens: 3}, 0, 0, 1},
+	} {
+		d := specDeploy(t, tc.model, tc.chip, tc.tp, Speculation{})
+		d.MaxModelLen = 8192
+		base, err := PlanMemory(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Spec = tc.spec
+		p, err := PlanMemory(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dw := (p.WeightBytes - base.WeightBytes) / gib
+		if dw < tc.wLo || dw > tc.wHi {
+			t.Errorf("%s %s: draft weights %.3f GiB per GPU, want [%g, %g]", tc.model, tc.spec.Method, dw, tc.wLo, tc.wHi)
+		}
+		if r := p.KVBytesPerToken / base.KVBytesPerToken; math.Abs(r-tc.kvRatio) > 1e-9 {
+			t.Errorf("%s %s: KV bytes per token ×%.4f, want ×%.4f", tc.model, tc.spec.Method, r, tc.kvRatio)
+		}
+		if tc.wHi > 0 && p.NumBlocks >= base.NumBlocks {
+			t.Errorf("%s %s: %d blocks with the draft, %d without", tc.model, tc.spec.Method, p.NumBlocks, base.NumBlocks)
 		}
 	}
 }
