@@ -174,8 +174,10 @@ type Speculation struct {
 	Method string
 	// NumTokens is num_speculative_tokens, k.
 	NumTokens int
-	// DraftModel is the draft's catalog id for "draft_model" (and an
-	// EAGLE head the catalog holds); "" derives the draft from the target.
+	// DraftModel is the draft's catalog id for "draft_model". For "eagle"
+	// and "eagle3" it may name the head's checkpoint, which is not read:
+	// the head is derived from the target (catalog.DeriveEagleDraft); for
+	// "mtp" it is empty or the target.
 	DraftModel string
 	// DraftTP is draft_tensor_parallel_size (0: the target's TP).
 	DraftTP int

@@ -89,7 +89,9 @@ func validateSpec(d Deployment) error {
 		return nil
 	case "mtp":
 		if s.DraftModel != "" {
-			return fmt.Errorf("--speculative-config method mtp runs the target's own MTP layers; drop model %q", s.DraftModel)
+			if dm, err := catalog.LookupModel(s.DraftModel); err != nil || dm.ID != d.Model.ID {
+				return fmt.Errorf("--speculative-config method mtp runs the target's own MTP layers: model %q must be empty or the target %s", s.DraftModel, d.Model.ID)
+			}
 		}
 		g, err := catalog.LookupGraph(d.Model.ID)
 		if err != nil {
@@ -106,9 +108,9 @@ func validateSpec(d Deployment) error {
 			return fmt.Errorf("--speculative-config num_speculative_tokens %d: above the %d MTP layers of %s it must be a multiple of them (vllm/config/speculative.py)", s.NumTokens, n, d.Model.ID)
 		}
 	case "eagle", "eagle3":
-		if s.DraftModel != "" {
-			return fmt.Errorf("--speculative-config method %s: the catalog holds no EAGLE heads (model %q); leave model empty to derive the head from %s", s.Method, s.DraftModel, d.Model.ID)
-		}
+		// The head's checkpoint (model, e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)
+		// is not read: the catalog holds no EAGLE heads, and the head is
+		// derived from the target (catalog.DeriveEagleDraft).
 		g, err := catalog.LookupGraph(d.Model.ID)
 		if err != nil {
 			return err

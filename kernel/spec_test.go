@@ -62,7 +62,9 @@ func TestValidateSpec(t *testing.T) {
 		{"k 33", "llama-3.1-8b", 1, Speculation{Method: "ngram", NumTokens: 33}, "num_speculative_tokens 33 must be in 1..32"},
 		{"mtp without layers", "llama-3.1-8b", 1, Speculation{Method: "mtp", NumTokens: 1}, "has no MTP layers (num_nextn_predict_layers); models that have: [deepseek-ai/DeepSeek-R1"},
 		{"eagle on MLA", "deepseek-v3", 8, Speculation{Method: "eagle3", NumTokens: 1}, "use method mtp"},
-		{"eagle head by id", "llama-3.1-8b", 1, Speculation{Method: "eagle3", NumTokens: 1, DraftModel: "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}, "the catalog holds no EAGLE heads"},
+		{"eagle head by id", "llama-3.1-8b", 1, Speculation{Method: "eagle3", NumTokens: 1, DraftModel: "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}, ""},
+		{"mtp naming the target", "deepseek-v3", 8, Speculation{Method: "mtp", NumTokens: 1, DraftModel: "deepseek-ai/DeepSeek-V3"}, ""},
+		{"mtp naming another model", "deepseek-v3", 8, Speculation{Method: "mtp", NumTokens: 1, DraftModel: "deepseek-ai/DeepSeek-R1"}, "must be empty or the target deepseek-ai/DeepSeek-V3"},
 		{"draft model missing", "llama-3.1-8b", 1, Speculation{Method: "draft_model", NumTokens: 1}, "needs a draft model"},
 		{"draft model unknown", "llama-3.1-8b", 1, Speculation{Method: "draft_model", NumTokens: 1, DraftModel: "no/such-model"}, "unknown model"},
 		{"draft model other vocab", "meta-llama/Llama-3.1-70B-Instruct", 4, Speculation{Method: "draft_model", NumTokens: 1, DraftModel: "Qwen/Qwen3-0.6B"}, "must share the target's tokenizer"},
@@ -227,7 +229,7 @@ func TestSpecDraftPassIsSmall(t *testing.T) {
 				step := base[name].StepTime(&plain).Total
 				pass := spec[name].StepTime(&ver).Draft
 				ratio := float64(pass) / float64(step)
-				t.Logf("%s %s on %s, %d rows: one draft pass %v, decode step %v, ratio %.3f", name, tc.method, tc.chip, n, pass, step, ratio)
+				t.Logf("%s %s %s on %s, %d rows: one draft pass %v, decode step %v, ratio %.3f", name, tc.model, tc.method, tc.chip, n, pass, step, ratio)
 				if pass <= 0 || ratio > 0.25 {
 					t.Errorf("%s %s on %s, %d rows: draft pass %v vs decode step %v (ratio %.3f)", name, tc.method, tc.chip, n, pass, step, ratio)
 				}
