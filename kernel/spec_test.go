@@ -439,3 +439,43 @@ func TestSpecMemory(t *testing.T) {
 		}
 	}
 }
+
+// Odd batches (empty, prefill only, inconsistent spec counts, negative
+// fields) price without panicking and never negative, in both pricers.
+func FuzzSpecStepTime(f *testing.F) {
+	f.Add(0, 0, 0, 0, 0, int64(0), 0, 0)
+	f.Add(0, 1, 512, 0, 1, int64(0), 0, 0)
+	f.Add(8, 0, 0, 32, 8, int64(16000), 8, 24)
+	f.Add(-1, 3, -5, 7, -2, int64(-9), 9, -3)
+	pricers := bothPricers(f, specDeploy(f, "meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle3", NumTokens: 3}))
+	mtp := bothPricers(f, specDeploy(f, "deepseek-ai/DeepSeek-V3", "h200", 8, Speculation{Method: "mtp", NumTokens: 2}))
+	f.Fuzz(func(t *testing.T, nDec, nPre, preTok, decTok, sampled int, ctx int64, specRows, specTok int) {
+		b := Batch{NumDecode: nDec % 4096, NumPrefill: nPre % 4096, PrefillTokens: preTok % 65536, DecodeTokens: decTok % 65536,
+			Sampled: sampled % 4096, DecodeContext: ctx % (1 << 30), SpecRows: specRows, SpecTokens: specTok}
+		for _, ps := range []map[string]Pricer{pricers, mtp} {
+			for name, p := range ps {
+				bd := p.StepTime(&b)
+				if bd.Total < 0 || bd.Draft < 0 || bd.Draft > bd.Total && bd.Total > 0 {
+					t.Fatalf("%s: %+v for %+v", name, bd, b)
+				}
+			}
+		}
+	})
+}
+
+// With --async-scheduling the draft passes are GPU time: the step is the
+// longer of the GPU's work (verification and drafts) and the host's.
+func TestSpecAsync(t *testing.T) {
+	d := specDeploy(t, "meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle3", NumTokens: 3})
+	d.AsyncScheduling = true
+	p, err := NewFitted(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := verifyBatch(8, 3, 1000)
+	bd := p.StepTime(&b)
+	gpu := bd.Compute + bd.Memory + bd.Comm + bd.Launch
+	if bd.Total != max(gpu, bd.Host) || bd.Draft <= 0 || bd.Draft > gpu {
+		t.Errorf("async step %+v: total must be max(gpu %v, host %v) with the draft inside the GPU's", bd, gpu, bd.Host)
+	}
+}
