@@ -2,6 +2,8 @@
 // the batch the scheduler formed, it returns how long the GPU(s) and host take,
 // broken down by resource. It also sizes weights, reserves and the KV pool.
 // It knows nothing of queues or requests: the engine hands it aggregates.
+// With speculative decoding (Deployment.Spec) a step is the target's
+// verification forward plus the proposer's draft passes (spec.go).
 package kernel
 
 import (

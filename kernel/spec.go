@@ -255,7 +255,6 @@ type fittedDraft struct {
 	passCPU      float64 // seconds of CPU launching one pass
 	passGap      float64 // seconds of GPU idle between one pass's piecewise graphs
 	hostPerRow   time.Duration
-	layersAPass  int
 	name         string
 }
 
@@ -277,7 +276,6 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 		return s, nil
 	}
 	s.graphs = f.mode == "FULL_AND_PIECEWISE" || f.mode == "PIECEWISE"
-	s.layersAPass = dg.layersAPass
 	s.passCPU = (time.Duration(dg.layersAPass)*f.a.HostPiecewisePerLayer + f.a.HostDraftPass).Seconds()
 	s.passGap = (time.Duration(dg.layersAPass) * f.a.PiecewiseGapPerLayer).Seconds()
 	s.name = dg.description

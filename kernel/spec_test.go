@@ -254,6 +254,7 @@ func TestSpecVerificationVersusDecode(t *testing.T) {
 			for _, n := range []int{1, 4, 16} {
 				plain, ver := plainBatch(n, 1000), verifyBatch(n, k, 1000)
 				a, b := base[name].StepTime(&plain).Total, spec[name].StepTime(&ver).Total
+				t.Logf("%s %s, %d rows: decode %v, verify %d + draft %v (×%.2f)", name, model, n, a, k, b, float64(b)/float64(a))
 				if b <= a || b >= (1+k)*a {
 					t.Errorf("%s %s, %d rows: verify+draft %v outside (%v, %v)", name, model, n, b, a, (1+k)*a)
 				}
