@@ -901,7 +901,10 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 	if b.GroupTokens > 0 {
 		G = float64(b.GroupTokens)
 	}
-	sampled := float64(max(b.Sampled, 0))
+	// Logits rows: every sampling row, and every draft a row verifies
+	// (the rejection sampler reads the target's logits at each draft
+	// position: gpu_model_runner.py _calc_spec_decode_metadata).
+	sampled := float64(max(b.Sampled, 0) + max(b.SpecTokens, 0))
 	pre, dec := float64(max(b.PrefillTokens, 0)), float64(max(b.DecodeTokens, 0))
 	decodeCtx, prefillCtx := float64(max(b.DecodeContext, 0)), float64(max(b.PrefillContext, 0))
 	pairs := math.Max(b.PrefillAttnPairs, 0)

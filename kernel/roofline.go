@@ -250,6 +250,9 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 	}
 	T := float64(tokens)
 	sampled := float64(max(b.Sampled, 0))
+	// The LM head also runs at every draft a row verifies (the rejection
+	// sampler's target logits).
+	logits := sampled + float64(max(b.SpecTokens, 0))
 	decodeCtx := float64(max(b.DecodeContext, 0))
 	prefillCtx := float64(max(b.PrefillContext, 0))
 	pairs := math.Max(b.PrefillAttnPairs, 0)
@@ -263,7 +266,7 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 	}
 
 	compute := T*r.secGEMMPerToken +
-		sampled*r.secLMHeadPerSampled +
+		logits*r.secLMHeadPerSampled +
 		pairs*r.secPairFull + pairsSW*r.secPairSW +
 		decodeCtx*r.secDecodeCtxFull + decodeSW*r.secDecodeCtxSW +
 		prefillCtx*r.secPrefillCtxUp
@@ -277,7 +280,7 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 		distinct := r.numExperts * (1 - math.Pow(1-r.topK/r.numExperts, T))
 		bytes += math.Min(distinct, r.numExperts) * r.bytesPerExpert
 	}
-	if sampled > 0 {
+	if logits > 0 {
 		bytes += r.bytesLMHead
 	}
 	memory := bytes * r.secPerByte

@@ -328,6 +328,7 @@ func specPasses(b *Batch, k int) (first, rest Batch, reqs int) {
 	reqs = max(b.NumDecode, 0) + max(b.NumPrefill, 0)
 	first = *b
 	first.Sampled = reqs
+	first.SpecRows, first.SpecTokens = 0, 0 // the draft's logits: one row per request
 	// Each request's sequence after this step: decode rows' context
 	// (their verified tokens included) and prefill rows' cached context
 	// plus their new chunk.

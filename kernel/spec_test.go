@@ -480,3 +480,29 @@ func TestSpecAsync(t *testing.T) {
 		t.Errorf("async step %+v: total must be max(gpu %v, host %v) with the draft inside the GPU's", bd, gpu, bd.Host)
 	}
 }
+
+// The target computes logits at every verified draft as well as at each
+// sampling row: its LM head runs on Sampled + SpecTokens rows.
+func TestSpecVerificationLogits(t *testing.T) {
+	p, err := NewFitted(specDeploy(t, "meta-llama/Llama-3.1-8B-Instruct", "h100", 2, Speculation{Method: "eagle3", NumTokens: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver := verifyBatch(16, 3, 1000)
+	same := ver
+	same.Sampled, same.SpecRows, same.SpecTokens = 16*4, 0, 0
+	plain := ver
+	plain.SpecRows, plain.SpecTokens = 0, 0
+	head := func(b Batch) time.Duration {
+		for _, o := range p.(Explainer).Explain(&b) {
+			if o.Name == "lm_head" {
+				return o.Time
+			}
+		}
+		t.Fatal("no lm_head in Explain")
+		return 0
+	}
+	if a, b, c := head(ver), head(same), head(plain); a != b || a <= c {
+		t.Errorf("lm_head: verify %v, 64 sampled rows %v, 16 sampled rows %v", a, b, c)
+	}
+}
