@@ -139,6 +139,11 @@ type Draft struct {
 	// (spec_step_idx % num_mtp_layers). Each module's ops include its own
 	// embedding, LM head and logits gather.
 	Layers []LayerKind `json:"layers"`
+	// Combine are ops the proposer runs once per step over every scheduled
+	// token before the first pass (EAGLE-3's fc fusing three target hidden
+	// states). Only derived drafts (DeriveEagleDraft) have them; stored
+	// graphs do not carry the field.
+	Combine []Op `json:"combine,omitempty"`
 }
 
 // Op is one GPU operation of a layer. Shapes are the whole model's

@@ -36,6 +36,13 @@ type Stack struct {
 	HostPerSampledToken time.Duration
 	// ElementwiseFloor is the shortest a memory-bound kernel runs.
 	ElementwiseFloor time.Duration
+	// HostDraftPass is the CPU time of one speculative draft pass beside
+	// its graph replays: the proposer's eager tensor updates, attention
+	// metadata, logits and argmax.
+	HostDraftPass time.Duration
+	// HostNgramPerRow is a CPU-side proposer's (n-gram, suffix) lookup
+	// per row that samples.
+	HostNgramPerRow time.Duration
 	// CustomAllReduceMaxBytes is the largest all-reduce the stack's custom
 	// kernel handles; larger ones go to NCCL.
 	CustomAllReduceMaxBytes float64
@@ -54,6 +61,8 @@ type stackFile struct {
 	HostStepEager           sourced `yaml:"host_step_eager_s"`
 	HostPerSampledToken     sourced `yaml:"host_per_sampled_token_s"`
 	ElementwiseFloor        sourced `yaml:"elementwise_floor_s"`
+	HostDraftPass           sourced `yaml:"host_draft_pass_s"`
+	HostNgramPerRow         sourced `yaml:"host_ngram_per_row_s"`
 	CustomAllReduceMaxBytes sourced `yaml:"custom_allreduce_max_bytes"`
 	FrontendLatency         sourced `yaml:"frontend_latency_s"`
 }
@@ -81,6 +90,8 @@ func ParseStack(name string, data []byte) (*Stack, error) {
 		{"host_step_eager_s", "HostStepEager", f.HostStepEager, &s.HostStepEager},
 		{"host_per_sampled_token_s", "HostPerSampledToken", f.HostPerSampledToken, &s.HostPerSampledToken},
 		{"elementwise_floor_s", "ElementwiseFloor", f.ElementwiseFloor, &s.ElementwiseFloor},
+		{"host_draft_pass_s", "HostDraftPass", f.HostDraftPass, &s.HostDraftPass},
+		{"host_ngram_per_row_s", "HostNgramPerRow", f.HostNgramPerRow, &s.HostNgramPerRow},
 		{"frontend_latency_s", "FrontendLatency", f.FrontendLatency, &s.FrontendLatency},
 	}
 	for _, d := range durations {

@@ -87,7 +87,7 @@ func FuzzParseStack(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if s.HostStepGraphed < 0 || s.FrontendLatency < 0 || s.CustomAllReduceMaxBytes < 0 || len(s.Sources) != 8 {
+		if s.HostStepGraphed < 0 || s.FrontendLatency < 0 || s.CustomAllReduceMaxBytes < 0 || len(s.Sources) != 10 {
 			t.Fatalf("accepted %+v", s)
 		}
 	})

@@ -116,6 +116,21 @@ type fitted struct {
 	hostEager      time.Duration
 	hostPerSampled time.Duration
 	elemFloor      float64
+	// spec prices the speculative proposer's passes (nil: no speculative
+	// decoding, or a pipeline stage before the last).
+	spec *fittedDraft
+	k    int // num_speculative_tokens (0: none)
+	// needLn has bit r set when a term on row set r reads ln m (a
+	// residual grid or a collective's curve).
+	needLn uint8
+}
+
+// lnIf is ln x when a term on row set rows reads it, else 0.
+func (f *fitted) lnIf(rows uint8, x float64) float64 {
+	if f.needLn&(1<<rows) == 0 {
+		return 0
+	}
+	return logPos(x)
 }
 
 // ErrNoCoefficients marks a chip with no fitted kernel coefficients (no
@@ -162,6 +177,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	f := &fitted{
 		memBW: d.Chip.MemBW * d.Chip.MemBWEfficiency, a: a, mode: mode, async: d.AsyncScheduling,
 		hostGraphed: a.HostStepGraphed, hostPerSampled: a.HostPerSampledToken, elemFloor: a.ElementwiseFloor.Seconds(),
+		k: d.specK(),
 	}
 	// One piecewise graph per decoder layer: vLLM splits the compiled model
 	// at every attention op (CompilationConfig.splitting_ops).
@@ -197,7 +213,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 		maxCap = d.MaxCUDAGraphCaptureSize
 	}
 	if maxCap <= 0 {
-		maxCap = min(2*d.MaxNumSeqs, 512)
+		// vllm/config/vllm.py _set_cudagraph_sizes: max_num_seqs ×
+		// decode_query_len × 2, decode_query_len = 1 + k with
+		// speculative decoding.
+		maxCap = min(2*d.MaxNumSeqs*(1+d.specK()), 512)
 	}
 	// vLLM never captures a graph larger than a step can be
 	// (vllm/config/vllm.py _set_cudagraph_sizes: min(max_num_batched_tokens,
@@ -208,19 +227,48 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 		f.captureSizes = append([]int(nil), d.CaptureSizes...)
 		sort.Ints(f.captureSizes)
 	}
+	if k := d.specK(); k > 0 && mode != "NONE" && mode != "PIECEWISE" {
+		if f.captureSizes, err = specCaptureSizes(f.captureSizes, 1+k, maxCap); err != nil {
+			return nil, err
+		}
+	}
 	if co.BorrowedFrom != "" {
 		f.subs = append(f.subs, fmt.Sprintf("every law: fitted on %s's kernel tables (same architecture; %s has none), resolved against %s's peaks and bandwidth",
 			co.BorrowedFrom, d.Chip.Name, d.Chip.Name))
 	}
-	r := resolver{d: d, co: co, f: f}
+	var embed, head []catalog.Op
 	if d.firstStage() {
-		for _, op := range g.Embed {
-			r.add(op, 1)
+		embed = g.Embed
+	}
+	if d.lastStage() {
+		head = g.Head
+	}
+	if err := resolveTerms(d, co, f, embed, g.Layers, counts, head, false); err != nil {
+		return nil, err
+	}
+	if d.lastStage() {
+		// vLLM runs the proposer on the last pipeline stage, after the
+		// sampler (gpu_model_runner.py propose_draft_token_ids).
+		if f.spec, err = newFittedDraft(d, co, f, g); err != nil {
+			return nil, err
 		}
 	}
-	for i := range g.Layers {
-		lk := &g.Layers[i]
-		if counts[i] == 0 && d.ppSize() > 1 {
+	sort.Strings(f.subs)
+	return f, nil
+}
+
+// resolveTerms appends to f the priced terms of the embedding ops, every
+// layer kind's ops times its count (a count of 0 skips the kind) and the
+// head ops, resolved against d and the chip's coefficients co; merge
+// prices alike operators as one term whatever their names.
+func resolveTerms(d Deployment, co *catalog.Coefficients, f *fitted, embed []catalog.Op, layers []catalog.LayerKind, counts []int, head []catalog.Op, merge bool) error {
+	r := resolver{d: d, co: co, f: f, merge: merge}
+	for _, op := range embed {
+		r.add(op, 1)
+	}
+	for i := range layers {
+		lk := &layers[i]
+		if counts[i] == 0 {
 			continue // not on this stage
 		}
 		for j := range lk.Ops {
@@ -234,16 +282,10 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 			r.add(lk.Ops[j], float64(counts[i]))
 		}
 	}
-	if d.lastStage() {
-		for _, op := range g.Head {
-			r.add(op, 1)
-		}
+	for _, op := range head {
+		r.add(op, 1)
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	sort.Strings(f.subs)
-	return f, nil
+	return r.err
 }
 
 // captureSizes is vLLM's default list of CUDA-graph batch sizes up to max:
@@ -273,6 +315,7 @@ func (f *fitted) Substitutions() []string { return f.subs }
 // resolver turns graph operators into priced terms.
 type resolver struct {
 	d       Deployment
+	merge   bool // merge terms across names (a draft's terms, never itemized)
 	co      *catalog.Coefficients
 	f       *fitted
 	err     error
@@ -715,6 +758,26 @@ func (r *resolver) kernelTerm(l *catalog.CommLaw, leg a2aLeg, count float64) ter
 // (dense vs MoE layers, sliding vs full attention): each distinct operator
 // is priced once per step, its count summed.
 func (r *resolver) push(t term) {
+	if t.grid != nil || t.kind == termComm {
+		r.f.needLn |= 1 << t.rows
+	}
+	if r.merge {
+		// Unnamed terms: identical operators merge whatever their names,
+		// and memory-bound kernels on the same rows into one term of
+		// their summed launches and count-weighted bytes (the same price:
+		// Σ count·(floor + m·bytes/BW)).
+		t.name = ""
+		if t.kind == termElementwise {
+			for i := range r.f.terms {
+				if u := &r.f.terms[i]; u.kind == termElementwise && u.rows == t.rows {
+					c := u.count + t.count
+					u.bytes = (u.count*u.bytes + t.count*t.bytes) / c
+					u.count = c
+					return
+				}
+			}
+		}
+	}
 	for i := range r.f.terms {
 		u := &r.f.terms[i]
 		c := u.count
@@ -754,6 +817,18 @@ func (f *fitted) graphFor(tokens int, pureDecode bool) (padded int, graphed, ful
 	return p, true, pureDecode
 }
 
+// uniformDecode is vLLM's uniform-decode batch, the one FULL_AND_PIECEWISE
+// and FULL_DECODE_ONLY replay as a full graph (gpu_model_runner.py:
+// max_query_len == uniform_decode_query_len and num_tokens == num_reqs ×
+// it): no prefill rows and, with speculative decoding, every row verifying
+// exactly k drafts (1 + k query tokens each).
+func (f *fitted) uniformDecode(b *Batch) bool {
+	if b.NumPrefill != 0 {
+		return false
+	}
+	return f.k == 0 || (b.SpecRows == b.NumDecode && b.SpecTokens == f.k*b.NumDecode)
+}
+
 // StepTime prices one step: every operator of the graph at this step's
 // shapes, summed. It allocates nothing.
 func (f *fitted) StepTime(b *Batch) Breakdown {
@@ -761,7 +836,7 @@ func (f *fitted) StepTime(b *Batch) Breakdown {
 	if tokens <= 0 {
 		return Breakdown{}
 	}
-	mAll, graphed, fullGraph := f.graphFor(tokens, b.NumPrefill == 0)
+	mAll, graphed, fullGraph := f.graphFor(tokens, f.uniformDecode(b))
 	return f.stepTime(b, mAll, graphed, fullGraph)
 }
 
@@ -789,7 +864,7 @@ func (f *fitted) GroupStepTime(bs []Batch) Breakdown {
 	maxPadded, sum, mode := 0, 0, 2 // mode: 0 eager, 1 piecewise, 2 full graph
 	for i := range bs {
 		b := rank(i)
-		p, graphed, full := f.graphFor(b.Tokens(), b.NumPrefill == 0)
+		p, graphed, full := f.graphFor(b.Tokens(), f.uniformDecode(b))
 		maxPadded, sum = max(maxPadded, p), sum+b.Tokens()
 		switch {
 		case !graphed:
@@ -817,23 +892,31 @@ func (f *fitted) GroupStepTime(bs []Batch) Breakdown {
 	return out
 }
 
-// stepTime prices b replayed at mAll tokens (after CUDA-graph padding),
-// graphed or eager, as one full graph or piecewise.
-func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown {
+// work is the GPU work of the graph's terms for b at mAll tokens (after
+// CUDA-graph padding), graphed or eager: seconds of compute, memory and
+// collectives.
+func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm float64) {
 	T := float64(mAll)
 	G := T
 	if b.GroupTokens > 0 {
 		G = float64(b.GroupTokens)
 	}
-	sampled := float64(max(b.Sampled, 0))
+	// Logits rows: every sampling row, and every draft a row verifies
+	// (the rejection sampler reads the target's logits at each draft
+	// position: gpu_model_runner.py _calc_spec_decode_metadata).
+	sampled := float64(max(b.Sampled, 0) + max(b.SpecTokens, 0))
 	pre, dec := float64(max(b.PrefillTokens, 0)), float64(max(b.DecodeTokens, 0))
 	decodeCtx, prefillCtx := float64(max(b.DecodeContext, 0)), float64(max(b.PrefillContext, 0))
 	pairs := math.Max(b.PrefillAttnPairs, 0)
 	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
 
 	// ln m of the five row sets, for the residual grids and collectives.
-	lnT, lnS, lnP, lnD, lnG := logPos(T), logPos(sampled), logPos(pre), logPos(dec), logPos(G)
-	var compute, memory, comm float64
+	// Only the row sets some term reads ln m of (needLn) pay for a log.
+	var lnT, lnS, lnP, lnD, lnG float64
+	if f.needLn != 0 {
+		lnT, lnS, lnP = f.lnIf(rowsAll, T), f.lnIf(rowsSampled, sampled), f.lnIf(rowsPrefill, pre)
+		lnD, lnG = f.lnIf(rowsDecode, dec), f.lnIf(rowsGroup, G)
+	}
 	for i := range f.terms {
 		t := &f.terms[i]
 		m, lm := T, lnT
@@ -924,7 +1007,15 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 			comm += c * curve.at(bytes, lm+t.lnBytes)
 		}
 	}
+	return compute, memory, comm
+}
 
+// stepTime prices b replayed at mAll tokens (after CUDA-graph padding),
+// graphed or eager, as one full graph or piecewise, and the proposer's
+// draft passes after it.
+func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown {
+	compute, memory, comm := f.work(b, mAll, graphed)
+	sampled := float64(max(b.Sampled, 0))
 	// A step outside one full graph has at least the boundaries of one
 	// graph per layer: piecewise graphs, or every kernel launched eagerly.
 	host, gaps := f.hostEager, f.gapPiecewise
@@ -937,6 +1028,9 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 	host += time.Duration(sampled) * f.hostPerSampled
 
 	out := Breakdown{Compute: seconds(compute), Memory: seconds(memory), Comm: seconds(comm), Launch: gaps, Host: host}
+	if f.spec != nil {
+		f.spec.add(b, &out)
+	}
 	gpu := out.Compute + out.Memory + out.Comm + out.Launch
 	out.Total = gpu + out.Host
 	if f.async {
@@ -952,7 +1046,7 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 type OpTime struct {
 	Name     string
 	Count    float64
-	Resource string // "compute", "memory" or "comm"
+	Resource string // "compute", "memory" or "comm"; the speculative proposer's line "draft" (GPU passes) or "host" (n-gram lookup)
 	Time     time.Duration
 }
 
@@ -970,6 +1064,7 @@ func (f *fitted) Explain(b *Batch) []OpTime {
 		one := *f
 		one.terms = f.terms[i : i+1]
 		one.async = false
+		one.spec = nil
 		bd := one.StepTime(b)
 		o := OpTime{Name: f.terms[i].name, Count: f.terms[i].count, Time: bd.Compute + bd.Memory + bd.Comm}
 		if w := f.terms[i].window; w > 0 {
@@ -984,6 +1079,15 @@ func (f *fitted) Explain(b *Batch) []OpTime {
 			o.Resource = "compute"
 		}
 		out = append(out, o)
+	}
+	if f.spec != nil {
+		var bd Breakdown
+		f.spec.add(b, &bd)
+		res := "draft"
+		if f.spec.f == nil {
+			res = "host"
+		}
+		out = append(out, OpTime{Name: fmt.Sprintf("speculative proposer: %s, %d drafts", f.spec.name, f.spec.k), Count: 1, Resource: res, Time: bd.Draft})
 	}
 	return out
 }

@@ -2,6 +2,8 @@
 // the batch the scheduler formed, it returns how long the GPU(s) and host take,
 // broken down by resource. It also sizes weights, reserves and the KV pool.
 // It knows nothing of queues or requests: the engine hands it aggregates.
+// With speculative decoding (Deployment.Spec) a step is the target's
+// verification forward plus the proposer's draft passes (spec.go).
 package kernel
 
 import (
@@ -53,7 +55,12 @@ type Breakdown struct {
 	Comm    time.Duration // collectives (TP all-reduce over NVLink)
 	Launch  time.Duration // GPU idle between piecewise CUDA graphs (or eager kernels) and the kernels launched eagerly between them
 	Host    time.Duration // CPU-side scheduling, launch and output processing
-	Total   time.Duration
+	// Draft is the speculative proposer's share of the step (its draft
+	// passes' compute, memory, collectives and launch waits; an n-gram
+	// lookup's host time), already counted in the resources above: the
+	// lead's "draft share" is Draft / Total.
+	Draft time.Duration
+	Total time.Duration
 }
 
 // Add adds o's times to b's, part by part: a step's stages, or a run's
@@ -64,6 +71,7 @@ func (b *Breakdown) Add(o Breakdown) {
 	b.Comm += o.Comm
 	b.Launch += o.Launch
 	b.Host += o.Host
+	b.Draft += o.Draft
 	b.Total += o.Total
 }
 
@@ -168,8 +176,10 @@ type Speculation struct {
 	Method string
 	// NumTokens is num_speculative_tokens, k.
 	NumTokens int
-	// DraftModel is the draft's catalog id for "draft_model" (and an
-	// EAGLE head the catalog holds); "" derives the draft from the target.
+	// DraftModel is the draft's catalog id for "draft_model". For "eagle"
+	// and "eagle3" it may name the head's checkpoint, which is not read:
+	// the head is derived from the target (catalog.DeriveEagleDraft); for
+	// "mtp" it is empty or the target.
 	DraftModel string
 	// DraftTP is draft_tensor_parallel_size (0: the target's TP).
 	DraftTP int

@@ -118,6 +118,12 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	if !d.EnforceEager {
 		p.CUDAGraphBytes = a.CUDAGraphBytes
 	}
+	// The speculative draft's weights and KV layers (draftMemory).
+	draftW, draftKV, draftLayers, err := draftMemory(d)
+	if err != nil {
+		return p, err
+	}
+	p.WeightBytes += draftW
 	p.KVBytes = p.BudgetBytes - p.WeightBytes - p.ActivationBytes - p.NonTorchBytes - p.NCCLBytes - p.CUDAGraphBytes
 	p.KVBytesPerToken = s.kvBytesPerToken()
 
@@ -131,6 +137,15 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, p.KVBytes/gib)
 	}
 	kv := newKVLayout(d, s)
+	if draftKV > 0 && kv.layout.Groups == 1 {
+		// The draft's attention layers join the target's one KV cache
+		// group (same spec; a draft model of another attention shape is
+		// sized here as if it did). With several groups (full and sliding
+		// layers) the draft's layers are left out of the pool's sizing.
+		p.KVBytesPerToken += draftKV
+		kv.blockBytes += float64(d.BlockSize) * draftKV
+		kv.layout.GroupSize += draftLayers
+	}
 	p.KVCache = kv.layout
 	// vLLM checks that one request of max_model_len fits before sizing the
 	// pool, override or not, and refuses to start otherwise, with this

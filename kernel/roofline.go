@@ -33,9 +33,16 @@ type RooflineAssumptions struct {
 	// produces a token.
 	HostPerSampledToken time.Duration
 	// MaxCUDAGraphTokens is the largest batch captured as a CUDA graph;
-	// 0 means vLLM's default min(2 × max_num_seqs, 512)
-	// (vllm/config/vllm.py, max_cudagraph_capture_size, v0.11+).
+	// 0 means vLLM's default min(2 × max_num_seqs × (1 + k), 512), k the
+	// speculative tokens (vllm/config/vllm.py, max_cudagraph_capture_size,
+	// v0.11+).
 	MaxCUDAGraphTokens int
+	// The speculative proposer's host side (catalog.Stack): a draft pass's
+	// CPU launch is HostPiecewisePerLayer per draft layer plus
+	// HostDraftPass, its GPU idle at least PiecewiseGapPerLayer per draft
+	// layer; an n-gram or suffix lookup costs HostNgramPerRow per sampled
+	// row.
+	HostPiecewisePerLayer, PiecewiseGapPerLayer, HostDraftPass, HostNgramPerRow time.Duration
 }
 
 // DefaultRooflineAssumptions are the values NewRoofline uses; the host
@@ -52,6 +59,11 @@ func DefaultRooflineAssumptions() (RooflineAssumptions, error) {
 		HostStepGraphed:     s.HostStepGraphed,
 		HostStepEager:       s.HostStepEager,
 		HostPerSampledToken: s.HostPerSampledToken,
+
+		HostPiecewisePerLayer: s.HostPiecewisePerLayer,
+		PiecewiseGapPerLayer:  s.PiecewiseGapPerLayer,
+		HostDraftPass:         s.HostDraftPass,
+		HostNgramPerRow:       s.HostNgramPerRow,
 	}, nil
 }
 
@@ -89,6 +101,7 @@ type roofline struct {
 	enforceEager                     bool
 	hostGraphed, hostE               time.Duration
 	hostPerSampled                   time.Duration
+	spec                             *rooflineDraft // nil: no speculative decoding (or not the last stage)
 }
 
 // NewRoofline builds the "roofline-v1" pricer for d with the default
@@ -213,7 +226,13 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 
 	r.graphMaxTokens = a.MaxCUDAGraphTokens
 	if r.graphMaxTokens <= 0 {
-		r.graphMaxTokens = min(2*d.MaxNumSeqs, 512)
+		r.graphMaxTokens = min(2*d.MaxNumSeqs*(1+d.specK()), 512)
+	}
+	if d.lastStage() {
+		var err error
+		if r.spec, err = newRooflineDraft(d, a); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -231,6 +250,9 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 	}
 	T := float64(tokens)
 	sampled := float64(max(b.Sampled, 0))
+	// The LM head also runs at every draft a row verifies (the rejection
+	// sampler's target logits).
+	logits := sampled + float64(max(b.SpecTokens, 0))
 	decodeCtx := float64(max(b.DecodeContext, 0))
 	prefillCtx := float64(max(b.PrefillContext, 0))
 	pairs := math.Max(b.PrefillAttnPairs, 0)
@@ -244,7 +266,7 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 	}
 
 	compute := T*r.secGEMMPerToken +
-		sampled*r.secLMHeadPerSampled +
+		logits*r.secLMHeadPerSampled +
 		pairs*r.secPairFull + pairsSW*r.secPairSW +
 		decodeCtx*r.secDecodeCtxFull + decodeSW*r.secDecodeCtxSW +
 		prefillCtx*r.secPrefillCtxUp
@@ -258,7 +280,7 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 		distinct := r.numExperts * (1 - math.Pow(1-r.topK/r.numExperts, T))
 		bytes += math.Min(distinct, r.numExperts) * r.bytesPerExpert
 	}
-	if sampled > 0 {
+	if logits > 0 {
 		bytes += r.bytesLMHead
 	}
 	memory := bytes * r.secPerByte
@@ -285,6 +307,11 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 		Host:    host,
 	}
 	out.Total = max(out.Compute, out.Memory) + out.Comm + out.Host
+	if r.spec != nil {
+		// The proposer's passes follow the verification pass, each its
+		// own roofline (rooflineDraft).
+		out.Total += r.spec.add(b, &out)
+	}
 	return out
 }
 

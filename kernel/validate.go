@@ -102,6 +102,9 @@ func Validate(d Deployment) error {
 	if !(c.VisibleMemBytes > 0 && c.MemBW > 0 && c.BF16FLOPS > 0 && c.MemBWEfficiency > 0 && c.NVLinkBW > 0) {
 		return fmt.Errorf("chip %s lacks memory, bandwidth or FLOP/s numbers", c.Name)
 	}
+	if err := validateSpec(d); err != nil {
+		return err
+	}
 	return validateAll2All(d)
 }
 

@@ -1,0 +1,98 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestDeriveEagleDraft(t *testing.T) {
+	for _, tc := range []struct {
+		model, method string
+		vocab         int
+		// Expected shapes: qkv_proj's K, the LM head's N, gate_up_proj's N,
+		// Combine's fc K (0: none), the layer's own fc K (0: none).
+		qkvK, headN, gateUpN, combineK, fcK int
+		want                                string // error substring; "" = ok
+	}{
+		// yuhuili/EAGLE3-LLaMA3.1-Instruct-8B: hidden 4096, intermediate
+		// 14336, 32/8 heads, draft_vocab_size 32000.
+		{"meta-llama/Llama-3.1-8B-Instruct", "eagle3", 32000, 8192, 32000, 2 * 14336, 3 * 4096, 0, ""},
+		{"meta-llama/Llama-3.1-8B-Instruct", "eagle3", 0, 8192, 128256, 2 * 14336, 3 * 4096, 0, ""},
+		{"meta-llama/Llama-3.1-8B-Instruct", "eagle", 0, 4096, 128256, 2 * 14336, 0, 2 * 4096, ""},
+		// gpt-oss-120b has no dense layer: top_k 4 × 2880.
+		{"openai/gpt-oss-120b", "eagle3", 32000, 2 * 2880, 32000, 2 * 4 * 2880, 3 * 2880, 0, ""},
+		{"deepseek-ai/DeepSeek-V3", "eagle3", 32000, 0, 0, 0, 0, 0, "use method mtp"},
+		{"meta-llama/Llama-3.1-8B-Instruct", "medusa", 0, 0, 0, 0, 0, 0, "allowed eagle, eagle3"},
+		{"meta-llama/Llama-3.1-8B-Instruct", "eagle3", -1, 0, 0, 0, 0, 0, "must be ≥ 0"},
+	} {
+		g, err := LookupGraph(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr, err := DeriveEagleDraft(g, tc.method, tc.vocab)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s %s: error %v, want %q", tc.model, tc.method, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.model, tc.method, err)
+		}
+		if len(dr.Layers) != 1 || dr.Layers[0].Count != 1 || dr.Method != tc.method {
+			t.Fatalf("%s %s: want one layer, got %+v", tc.model, tc.method, dr)
+		}
+		k := &dr.Layers[0]
+		got := func(name string, field func(*Op) int) int {
+			if op := k.Op(name); op != nil {
+				return field(op)
+			}
+			return 0
+		}
+		n := func(o *Op) int { return o.N }
+		kk := func(o *Op) int { return o.K }
+		if q := got("qkv_proj", kk); q != tc.qkvK {
+			t.Errorf("%s %s: qkv_proj K %d, want %d", tc.model, tc.method, q, tc.qkvK)
+		}
+		if h := got("lm_head", n); h != tc.headN {
+			t.Errorf("%s %s: lm_head N %d, want %d", tc.model, tc.method, h, tc.headN)
+		}
+		if gu := got("gate_up_proj", n); gu != tc.gateUpN {
+			t.Errorf("%s %s: gate_up_proj N %d, want %d", tc.model, tc.method, gu, tc.gateUpN)
+		}
+		if fc := got("fc", kk); fc != tc.fcK {
+			t.Errorf("%s %s: layer fc K %d, want %d", tc.model, tc.method, fc, tc.fcK)
+		}
+		ck := 0
+		if len(dr.Combine) == 1 {
+			ck = dr.Combine[0].K
+		}
+		if ck != tc.combineK {
+			t.Errorf("%s %s: combine fc K %d, want %d", tc.model, tc.method, ck, tc.combineK)
+		}
+		a := k.Attention()
+		ta := g.Layers[0].Attention()
+		if a == nil || a.Heads != ta.Heads || a.KVHeads != ta.KVHeads || a.HeadDim != ta.HeadDim || a.Window != 0 {
+			t.Errorf("%s %s: attention %+v does not match the target's %+v at full context", tc.model, tc.method, a, ta)
+		}
+		if k.KVCacheElems != 2*ta.KVHeads*ta.HeadDim {
+			t.Errorf("%s %s: kv cache elems %d", tc.model, tc.method, k.KVCacheElems)
+		}
+	}
+}
+
+func TestMTPModels(t *testing.T) {
+	got := MTPModels()
+	for _, want := range []string{"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("MTPModels() = %v lacks %s", got, want)
+		}
+	}
+	if slices.Contains(got, "meta-llama/Llama-3.1-8B-Instruct") {
+		t.Errorf("MTPModels() = %v lists a model without MTP layers", got)
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("MTPModels() = %v is not sorted", got)
+	}
+}
