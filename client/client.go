@@ -618,9 +618,11 @@ func (d *Client) skipIdle() {
 	}
 }
 
-// Tokens: a step produced samples (its output tokens, engine.Complete's);
+// Tokens: a step produced samples (its output chunks, engine.Complete's);
 // the client streams them FrontendLatency later. Timed requests' tokens
-// and inter-token gaps are recorded.
+// and inter-chunk gaps are recorded: a chunk of several tokens (speculative
+// decoding's accepted drafts) arrives as one streamed message, so, as in
+// vLLM bench's itl, it adds all its tokens but one gap.
 func (d *Client) Tokens(samples []engine.Sample) {
 	timedTokens := 0
 	detailed := d.rec.Detailed()
@@ -631,7 +633,7 @@ func (d *Client) Tokens(samples []engine.Sample) {
 		if d.kindOf(s.Req) != kindTimed {
 			continue
 		}
-		timedTokens++
+		timedTokens += max(s.Tokens, 1) // a chunk holds at least one token
 		switch {
 		case s.First:
 		case detailed:

@@ -5,8 +5,8 @@
 // It mirrors vLLM's v1 core as of late 2025 (main after v0.11:
 // vllm/v1/core/sched/scheduler.py Scheduler.schedule / update_from_output,
 // vllm/v1/core/kv_cache_manager.py allocate_slots / get_computed_blocks,
-// vllm/v1/core/block_pool.py), with the FCFS policy and no speculative
-// decoding or encoder inputs; of the KV connectors, the NixlConnector's
+// vllm/v1/core/block_pool.py), with the FCFS policy, speculative decoding
+// (spec.go) and no encoder inputs; of the KV connectors, the NixlConnector's
 // scheduler side for disaggregated prefill (remote.go). Models mixing
 // full-attention and sliding-window layers use the hybrid KV cache manager
 // (hybrid.go).
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"blis/kernel"
+	"blis/specdecode"
 )
 
 // Config holds the vLLM engine arguments the scheduler and KV manager use.
@@ -63,6 +64,9 @@ type Config struct {
 	// waits for its batch; a prompt's next chunk may follow its previous one
 	// down the pipeline, as in vLLM. Batches complete in order.
 	MaxConcurrentBatches int
+	// Spec is speculative decoding (--speculative-config; spec.go). The
+	// zero value is off.
+	Spec Speculation
 }
 
 // Validate reports the first impossible setting, naming its vLLM flag.
@@ -90,6 +94,9 @@ func (c Config) Validate() error {
 			"a long prompt could never be scheduled; raise --max-num-batched-tokens or enable chunked prefill",
 			c.MaxNumBatchedTokens, c.MaxModelLen)
 	}
+	if err := c.Spec.validate(); err != nil {
+		return err
+	}
 	return c.validateGroups()
 }
 
@@ -108,14 +115,26 @@ type Stats struct {
 	// RemoteKVLoads counts remote-prefill requests whose prompt KV arrived
 	// from a prefill engine (AddRemote, RemoteKVDone).
 	RemoteKVLoads int64
+	// Speculative decoding, as vLLM's SpecDecodingStats counts it: rows
+	// that verified drafts (num_drafts), the drafts they verified
+	// (num_draft_tokens), those accepted (num_accepted_tokens), and the
+	// accepted ones by position (num_accepted_tokens_per_pos).
+	SpecDrafts         int64
+	SpecDraftTokens    int64
+	SpecAccepted       int64
+	SpecAcceptedPerPos [specdecode.MaxPositions]int64
 }
 
-// Sample is one output token produced by a step.
+// Sample is a request's output of a step: one token, or with speculative
+// decoding 1 + its accepted drafts, which vLLM streams in one chunk.
 type Sample struct {
-	Req   *Request
-	Gap   time.Duration // since the request's previous token (0 for the first)
-	First bool          // the request's first output token
-	Done  bool          // the request's last output token: it has finished
+	Req *Request
+	// Tokens is the output tokens in the chunk (1 + accepted drafts; 1 for
+	// the first; 0 for an aborted request).
+	Tokens int
+	Gap    time.Duration // since the request's previous chunk (0 for the first)
+	First  bool          // the chunk holds the request's first output token
+	Done   bool          // the chunk holds the request's last output token: it has finished
 	// Aborted marks a request the client cancelled while it was in the
 	// step: it produced no token (Gap and First are unset) and has left
 	// the engine (Done is set too).
@@ -161,6 +180,11 @@ type Engine struct {
 	reserved   []*Request
 	kept       int
 	delayCache bool
+
+	// Speculative decoding (spec.go), and the lookahead slots allocate
+	// adds while the running requests are scheduled.
+	spec specState
+	look int
 }
 
 // New builds an engine. The pool has cfg.NumGPUBlocks blocks including the
@@ -175,6 +199,7 @@ func New(cfg Config) (*Engine, error) {
 		running: nil, // grows to at most max-num-seqs; a rank that serves little stays small
 	}
 	e.initHybrid()
+	e.spec = newSpecState(cfg.Spec)
 	return e, nil
 }
 
@@ -281,8 +306,8 @@ func (e *Engine) Refusal(promptLen, maxTokens int) string {
 	case promptLen+maxTokens > e.cfg.MaxModelLen:
 		return fmt.Sprintf("max_model_len: this model's maximum context length is %d tokens, "+
 			"but %d were requested (%d prompt + %d output)", e.cfg.MaxModelLen, promptLen+maxTokens, promptLen, maxTokens)
-	case e.blocksNeeded(promptLen+maxTokens-1) > e.pool.usable():
-		return fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d", e.blocksNeeded(promptLen+maxTokens-1), e.pool.usable())
+	case e.blocksNeeded(e.peakSlots(promptLen, maxTokens)) > e.pool.usable():
+		return fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d", e.blocksNeeded(e.peakSlots(promptLen, maxTokens)), e.pool.usable())
 	}
 	return ""
 }
@@ -310,9 +335,14 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	thr := e.cfg.LongPrefillTokenThreshold
 	preempted := false
 
+	// Running requests get lookahead slots for their next drafts (vLLM's
+	// num_lookahead_tokens; waiting ones, with nothing computed, none).
+	e.look = e.spec.look
 	for i := 0; i < len(e.running) && budget > 0; {
 		r := e.running[i]
-		n := r.NumTokens() - r.NumComputed
+		// With speculative decoding a decode row also verifies its drafts
+		// (num_tokens_with_spec); the caps below may truncate them.
+		n := r.NumTokens() + r.spec.drafts - r.NumComputed
 		if thr > 0 && n > thr {
 			n = thr
 		}
@@ -321,18 +351,21 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			i++
 			continue
 		}
-		if n == 1 && r.NumComputed < len(r.kv.blocks)*e.cfg.BlockSize {
-			// Fast path: a decode row whose next slot is already allocated
-			// needs no new block; it only registers a block it fills (and,
-			// in a sliding-window group, frees the block leaving the window).
+		if n <= 1+r.spec.drafts && r.NumComputed+n+e.look <= len(r.kv.blocks)*e.cfg.BlockSize {
+			// Fast path: a decode row whose slots (drafts and lookahead
+			// included) are already allocated needs no new block; it only
+			// registers a block its known tokens fill (and, in a
+			// sliding-window group, frees the block leaving the window).
+			// Accepted drafts may have filled a block without ending on its
+			// boundary: with speculation every row checks.
 			if e.hybrid {
 				e.removeSkipped(r, r.NumComputed)
 			}
-			if e.cfg.EnablePrefixCaching && (r.NumComputed+1)%e.cfg.BlockSize == 0 && r.NumComputed+1 <= r.NumTokens() {
+			if e.cfg.EnablePrefixCaching && ((r.NumComputed+1)%e.cfg.BlockSize == 0 || e.spec.k > 0) && r.NumComputed+1 <= r.NumTokens() {
 				e.cacheFullAny(r, r.NumComputed+1)
 			}
-			e.add(r, 1, b)
-			budget--
+			e.add(r, n, b)
+			budget -= n
 			i++
 			continue
 		}
@@ -357,6 +390,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		budget -= n
 		i++
 	}
+	e.look = 0
 
 	// Under async scheduling the step formed now was, in vLLM, formed when
 	// the previous step started: later arrivals wait one more step.
@@ -482,12 +516,22 @@ func (e *Engine) add(r *Request, n int, b *kernel.Batch) {
 	if r.NumComputed >= r.NumTokens() {
 		b.Sampled++
 	}
-	if r.NumOutput > 0 && n == 1 && c == r.NumTokens()-1 {
+	if r.NumOutput > 0 && c == r.NumTokens()-1 {
+		// A decode row: its one new token and the n − 1 drafts it
+		// verifies (the scheduler trims the drafts that did not fit,
+		// vLLM's del spec_token_ids[num_scheduled_spec_tokens:]).
+		s := n - 1
+		r.spec.step, r.spec.drafts = s, 0
 		b.NumDecode++
-		b.DecodeTokens++
+		b.DecodeTokens += n
 		b.DecodeContext += int64(c + 1)
+		if s > 0 {
+			b.SpecTokens += s
+			b.SpecRows++
+		}
 		return
 	}
+	r.spec.step, r.spec.drafts = 0, 0
 	b.NumPrefill++
 	b.PrefillTokens += n
 	b.PrefillContext += int64(c)
@@ -522,13 +566,13 @@ func (e *Engine) allocateSlots(r *Request, n int, hits []int32, hitBlocks int) b
 	return e.allocate(r, n, hits)
 }
 
-// allocate mirrors KVCacheManager.allocate_slots for full attention without
-// lookahead: it succeeds only if the new blocks plus the cached hit blocks
+// allocate mirrors KVCacheManager.allocate_slots for full attention, with
+// e.look lookahead slots (speculative decoding): it succeeds only if the new blocks plus the cached hit blocks
 // that are currently free (evictable) fit in the free queue.
 func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	bs := e.cfg.BlockSize
 	computed := r.NumComputed + len(hits)*bs
-	need := min(computed+n, e.cfg.MaxModelLen)
+	need := min(computed+n+e.look, e.cfg.MaxModelLen)
 	newBlocks := cdiv(need, bs) - len(hits) - len(r.kv.blocks)
 	evictable := 0
 	for _, blk := range hits {
@@ -683,10 +727,18 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 	return e.samples
 }
 
-// emit records r's new output token at now, finishing r at its max_tokens.
+// emit records r's output at now: one token, plus the drafts accepted
+// when r verified some (verify), capped at max_tokens (vLLM's
+// _update_request_with_output stops mid-chunk); r finishes at its
+// max_tokens, or carries new drafts for its next step.
 func (e *Engine) emit(r *Request, now time.Duration) {
-	r.NumOutput++
-	s := Sample{Req: r, First: r.NumOutput == 1}
+	n := 1
+	if d := r.spec.step; d > 0 {
+		n += e.verify(r, d)
+		n = min(n, r.MaxTokens-r.NumOutput)
+	}
+	s := Sample{Req: r, Tokens: n, First: r.NumOutput == 0}
+	r.NumOutput += n
 	if s.First {
 		r.FirstToken = now
 	} else {
@@ -704,6 +756,8 @@ func (e *Engine) emit(r *Request, now time.Duration) {
 		} else {
 			e.freeBlocks(r)
 		}
+	} else {
+		r.spec.drafts = e.spec.k
 	}
 	e.samples = append(e.samples, s)
 }

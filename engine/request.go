@@ -81,6 +81,7 @@ type Request struct {
 	stepTokens   int        // tokens scheduled in the current step
 	stepContext  int        // NumComputed before the current step
 	kvMore       []reqGroup // the other KV cache groups of a hybrid model
+	spec         reqSpec    // speculative decoding (spec.go)
 }
 
 // A remote-prefill request's state on the decode engine.
