@@ -335,14 +335,16 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	thr := e.cfg.LongPrefillTokenThreshold
 	preempted := false
 
-	// Running requests get lookahead slots for their next drafts (vLLM's
-	// num_lookahead_tokens; waiting ones, with nothing computed, none).
-	e.look = e.spec.look
-	for i := 0; i < len(e.running) && budget > 0; {
+	// With speculative decoding scheduleRunningSpec (spec.go) schedules
+	// the running requests; this loop is the plain path.
+	first := 0
+	if e.spec.k > 0 {
+		budget, preempted = e.scheduleRunningSpec(b, budget)
+		first = len(e.running)
+	}
+	for i := first; i < len(e.running) && budget > 0; {
 		r := e.running[i]
-		// With speculative decoding a decode row also verifies its drafts
-		// (num_tokens_with_spec); the caps below may truncate them.
-		n := r.NumTokens() + r.spec.drafts - r.NumComputed
+		n := r.NumTokens() - r.NumComputed
 		if thr > 0 && n > thr {
 			n = thr
 		}
@@ -351,21 +353,18 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			i++
 			continue
 		}
-		if n <= 1+r.spec.drafts && r.NumComputed+n+e.look <= len(r.kv.blocks)*e.cfg.BlockSize {
-			// Fast path: a decode row whose slots (drafts and lookahead
-			// included) are already allocated needs no new block; it only
-			// registers a block its known tokens fill (and, in a
-			// sliding-window group, frees the block leaving the window).
-			// Accepted drafts may have filled a block without ending on its
-			// boundary: with speculation every row checks.
+		if n == 1 && r.NumComputed < len(r.kv.blocks)*e.cfg.BlockSize {
+			// Fast path: a decode row whose next slot is already allocated
+			// needs no new block; it only registers a block it fills (and,
+			// in a sliding-window group, frees the block leaving the window).
 			if e.hybrid {
 				e.removeSkipped(r, r.NumComputed)
 			}
-			if e.cfg.EnablePrefixCaching && ((r.NumComputed+1)%e.cfg.BlockSize == 0 || e.spec.k > 0) && r.NumComputed+1 <= r.NumTokens() {
+			if e.cfg.EnablePrefixCaching && (r.NumComputed+1)%e.cfg.BlockSize == 0 && r.NumComputed+1 <= r.NumTokens() {
 				e.cacheFullAny(r, r.NumComputed+1)
 			}
-			e.add(r, n, b)
-			budget -= n
+			e.add(r, 1, b)
+			budget--
 			i++
 			continue
 		}
@@ -390,7 +389,6 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 		budget -= n
 		i++
 	}
-	e.look = 0
 
 	// Under async scheduling the step formed now was, in vLLM, formed when
 	// the previous step started: later arrivals wait one more step.
@@ -516,22 +514,12 @@ func (e *Engine) add(r *Request, n int, b *kernel.Batch) {
 	if r.NumComputed >= r.NumTokens() {
 		b.Sampled++
 	}
-	if r.NumOutput > 0 && c == r.NumTokens()-1 {
-		// A decode row: its one new token and the n − 1 drafts it
-		// verifies (the scheduler trims the drafts that did not fit,
-		// vLLM's del spec_token_ids[num_scheduled_spec_tokens:]).
-		s := n - 1
-		r.spec.step, r.spec.drafts = s, 0
+	if r.NumOutput > 0 && n == 1 && c == r.NumTokens()-1 {
 		b.NumDecode++
-		b.DecodeTokens += n
+		b.DecodeTokens++
 		b.DecodeContext += int64(c + 1)
-		if s > 0 {
-			b.SpecTokens += s
-			b.SpecRows++
-		}
 		return
 	}
-	r.spec.step, r.spec.drafts = 0, 0
 	b.NumPrefill++
 	b.PrefillTokens += n
 	b.PrefillContext += int64(c)
@@ -567,8 +555,9 @@ func (e *Engine) allocateSlots(r *Request, n int, hits []int32, hitBlocks int) b
 }
 
 // allocate mirrors KVCacheManager.allocate_slots for full attention, with
-// e.look lookahead slots (speculative decoding): it succeeds only if the new blocks plus the cached hit blocks
-// that are currently free (evictable) fit in the free queue.
+// e.look lookahead slots (speculative decoding): it succeeds only if the
+// new blocks plus the cached hit blocks that are currently free
+// (evictable) fit in the free queue.
 func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	bs := e.cfg.BlockSize
 	computed := r.NumComputed + len(hits)*bs
@@ -656,6 +645,7 @@ func (e *Engine) preempt(r *Request) {
 	}
 	e.freeBlocks(r)
 	r.NumComputed = 0
+	r.spec = reqSpec{} // vLLM's _preempt_request clears spec_token_ids
 	r.Status = StatusPreempted
 	r.Preemptions++
 	e.stats.Preemptions++
@@ -734,7 +724,7 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 func (e *Engine) emit(r *Request, now time.Duration) {
 	n := 1
 	if d := r.spec.step; d > 0 {
-		n += e.verify(r, d)
+		n += e.verify(r, int(d))
 		n = min(n, r.MaxTokens-r.NumOutput)
 	}
 	s := Sample{Req: r, Tokens: n, First: r.NumOutput == 0}
@@ -756,8 +746,8 @@ func (e *Engine) emit(r *Request, now time.Duration) {
 		} else {
 			e.freeBlocks(r)
 		}
-	} else {
-		r.spec.drafts = e.spec.k
+	} else if e.spec.k > 0 {
+		r.spec.drafts = uint8(e.spec.k) // the proposer's drafts for r's next step
 	}
 	e.samples = append(e.samples, s)
 }

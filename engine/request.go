@@ -41,6 +41,7 @@ type Request struct {
 	Finished       time.Duration
 
 	Status       Status
+	spec         reqSpec // speculative decoding (spec.go); two bytes in Status's padding
 	RejectReason string
 	NumComputed  int // vLLM's num_computed_tokens
 	NumOutput    int // output tokens generated so far
@@ -81,7 +82,6 @@ type Request struct {
 	stepTokens   int        // tokens scheduled in the current step
 	stepContext  int        // NumComputed before the current step
 	kvMore       []reqGroup // the other KV cache groups of a hybrid model
-	spec         reqSpec    // speculative decoding (spec.go)
 }
 
 // A remote-prefill request's state on the decode engine.

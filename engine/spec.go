@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"blis/kernel"
 	"blis/specdecode"
 )
 
@@ -73,9 +74,11 @@ func newSpecState(c Speculation) specState {
 }
 
 // reqSpec is a request's speculative-decoding state.
+// Both fit a byte (k ≤ specdecode.MaxPositions), so the Request keeps its
+// size: 320 bytes, five cache lines, which the engine's hot loops feel.
 type reqSpec struct {
-	drafts int // draft tokens it carries for its next step (vLLM: len(spec_token_ids))
-	step   int // drafts scheduled for verification in its step in flight
+	drafts uint8 // draft tokens it carries for its next step (vLLM: len(spec_token_ids))
+	step   uint8 // drafts scheduled for verification in its step in flight
 }
 
 // verify ends the verification of r's s drafts (vLLM's update_from_output
@@ -128,4 +131,92 @@ func (e *Engine) peakSlots(promptLen, maxTokens int) int {
 		n = min(n+e.spec.k+e.spec.look, e.cfg.MaxModelLen)
 	}
 	return n
+}
+
+// scheduleRunningSpec is Schedule's running-request loop with speculative
+// decoding (vLLM's Scheduler.schedule, RUNNING part): a decode row asks for
+// 1 + its drafts new tokens (num_tokens_with_spec − num_computed_tokens),
+// capped by the long-prefill threshold, the token budget (drafts count
+// against --max-num-batched-tokens) and max_model_len − 1 − computed; the
+// drafts that did not fit are dropped. KV slots cover the new tokens plus
+// the lookahead (allocate_slots' num_lookahead_tokens), preempting from
+// the tail of the running list when the pool is short, as the plain loop
+// does. It returns the budget left and whether it preempted.
+func (e *Engine) scheduleRunningSpec(b *kernel.Batch, budget int) (int, bool) {
+	thr := e.cfg.LongPrefillTokenThreshold
+	preempted := false
+	e.look = e.spec.look
+	for i := 0; i < len(e.running) && budget > 0; {
+		r := e.running[i]
+		d := int(r.spec.drafts)
+		n := r.NumTokens() + d - r.NumComputed
+		if thr > 0 && n > thr {
+			n = thr
+		}
+		n = min(n, budget, e.cfg.MaxModelLen-1-r.NumComputed)
+		if n <= 0 {
+			i++
+			continue
+		}
+		if n <= 1+d && r.NumComputed+n+e.look <= len(r.kv.blocks)*e.cfg.BlockSize {
+			// Fast path: a decode row whose slots (drafts and lookahead
+			// included) are already allocated takes no block. It registers
+			// the blocks its known tokens fill — accepted drafts may have
+			// filled one without ending on its boundary, so every row
+			// checks — and, in a sliding-window group, frees the block
+			// leaving the window.
+			if e.hybrid {
+				e.removeSkipped(r, r.NumComputed)
+			}
+			if e.cfg.EnablePrefixCaching && r.NumComputed+1 <= r.NumTokens() {
+				e.cacheFullAny(r, r.NumComputed+1)
+			}
+			e.addSpec(r, n, b)
+			budget -= n
+			i++
+			continue
+		}
+		ok := false
+		for {
+			if e.allocateSlots(r, n, nil, 0) {
+				ok = true
+				break
+			}
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			preempted = true
+			if victim == r {
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		e.addSpec(r, n, b)
+		budget -= n
+		i++
+	}
+	e.look = 0
+	return budget, preempted
+}
+
+// addSpec is add for a row that may verify drafts: a decode row with n − 1
+// drafts scheduled (vLLM's scheduled_spec_decode_tokens, the list trimmed
+// to what fit) counts them in the batch and computes them; they wait in
+// r.spec.step for the step's end (verify).
+func (e *Engine) addSpec(r *Request, n int, b *kernel.Batch) {
+	r.spec.drafts = 0 // consumed: the proposer drafts anew when r samples
+	if n == 1 || r.NumOutput == 0 || r.NumComputed != r.NumTokens()-1 {
+		e.add(r, n, b)
+		return
+	}
+	s := n - 1
+	e.add(r, 1, b) // the decode row's own token
+	r.NumComputed += s
+	r.stepTokens += s
+	r.spec.step = uint8(s)
+	b.DecodeTokens += s
+	b.SpecTokens += s
+	b.SpecRows++
 }
