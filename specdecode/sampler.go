@@ -53,8 +53,7 @@ type Sampler struct {
 // NewSampler returns a sampler for sched in mode. Streams are independent
 // for different (seed, stream) pairs and identical for equal ones.
 func NewSampler(sched Schedule, mode Mode, seed, stream uint64) Sampler {
-	s := Sampler{k: len(sched.u), mode: mode}
-	copy(s.u[:], sched.u)
+	s := Sampler{u: sched.u, k: sched.k, mode: mode}
 	s.state = mix(mix(seed) ^ mix(stream+golden))
 	return s
 }

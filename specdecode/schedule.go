@@ -28,9 +28,19 @@ const MaxPositions = 16
 // num_accepted_tokens_per_pos[j] / num_drafts
 // (vllm/v1/spec_decode/metrics.py). The rates are non-increasing.
 //
-// The zero Schedule has no positions: every draft is rejected.
+// The zero Schedule has no positions: every draft is rejected. Schedules
+// are values (comparable, no shared storage), so configs holding one stay
+// comparable and cheap to copy.
 type Schedule struct {
-	u []float64
+	u [MaxPositions]float64
+	k int
+}
+
+// mk builds a schedule from at most MaxPositions validated rates.
+func mk(u []float64) Schedule {
+	s := Schedule{k: len(u)}
+	copy(s.u[:], u)
+	return s
 }
 
 // FromRates builds a schedule from per-position unconditional rates, each
@@ -49,7 +59,7 @@ func FromRates(u []float64) (Schedule, error) {
 				"rates must be non-increasing (rejection sampling stops at the first rejection)", x, j+1, u[j-1], j)
 		}
 	}
-	return Schedule{u: append([]float64(nil), u...)}, nil
+	return mk(u), nil
 }
 
 // FromMean builds the k-position schedule of i.i.d. acceptance: every draft
@@ -88,7 +98,7 @@ func FromMean(a float64, k int) (Schedule, error) {
 		p *= al
 		u[j] = min(p, 1)
 	}
-	return Schedule{u: u}, nil
+	return mk(u), nil
 }
 
 // FromCounts builds a schedule from measured counters (vLLM's
@@ -112,29 +122,29 @@ func FromCounts(numDrafts int64, accepted []int64) (Schedule, error) {
 		}
 		u[j] = float64(c) / float64(numDrafts)
 	}
-	return Schedule{u: u}, nil
+	return mk(u), nil
 }
 
 // K is the number of positions the schedule describes.
-func (s Schedule) K() int { return len(s.u) }
+func (s Schedule) K() int { return s.k }
 
 // Rate is u_j for position j (1-based); 0 beyond the schedule.
 func (s Schedule) Rate(j int) float64 {
-	if j < 1 || j > len(s.u) {
+	if j < 1 || j > s.k {
 		return 0
 	}
 	return s.u[j-1]
 }
 
 // Rates returns a copy of the per-position rates.
-func (s Schedule) Rates() []float64 { return append([]float64(nil), s.u...) }
+func (s Schedule) Rates() []float64 { return append([]float64(nil), s.u[:s.k]...) }
 
 // MeanLength is the mean acceptance length 1 + Σ u_j: tokens a row emits
 // per verification step when it carries all K drafts (vLLM's
 // "Mean acceptance length").
 func (s Schedule) MeanLength() float64 {
 	m := 1.0
-	for _, x := range s.u {
+	for _, x := range s.u[:s.k] {
 		m += x
 	}
 	return m
@@ -149,14 +159,14 @@ func (s Schedule) MeanLength() float64 {
 // [0, MaxPositions].
 func (s Schedule) Resize(k int) Schedule {
 	k = max(0, min(k, MaxPositions))
-	if k <= len(s.u) {
-		return Schedule{u: append([]float64(nil), s.u[:k]...)}
+	if k <= s.k {
+		return mk(s.u[:k])
 	}
 	u := make([]float64, k)
-	copy(u, s.u)
-	n := len(s.u)
+	copy(u, s.u[:s.k])
+	n := s.k
 	if n == 0 {
-		return Schedule{u: u}
+		return mk(u)
 	}
 	rho := s.u[0]
 	if n >= 2 {
@@ -168,14 +178,14 @@ func (s Schedule) Resize(k int) Schedule {
 	for j := n; j < k; j++ {
 		u[j] = u[j-1] * rho
 	}
-	return Schedule{u: u}
+	return mk(u)
 }
 
 // String lists the rates as the rates: form of --spec-acceptance.
 func (s Schedule) String() string {
 	var b strings.Builder
 	b.WriteString("rates:")
-	for j, x := range s.u {
+	for j, x := range s.u[:s.k] {
 		if j > 0 {
 			b.WriteByte(',')
 		}
