@@ -220,3 +220,13 @@ func (e *Engine) addSpec(r *Request, n int, b *kernel.Batch) {
 	b.SpecTokens += s
 	b.SpecRows++
 }
+
+// SpecMeanAcceptanceLength is vLLM's "Mean acceptance length" over the
+// engine's life: 1 + accepted drafts per verifying row (0 with no drafts
+// verified).
+func (s Stats) SpecMeanAcceptanceLength() float64 {
+	if s.SpecDrafts == 0 {
+		return 0
+	}
+	return 1 + float64(s.SpecAccepted)/float64(s.SpecDrafts)
+}

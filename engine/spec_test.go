@@ -449,4 +449,10 @@ func TestStatsAdd(t *testing.T) {
 	if a != want {
 		t.Fatalf("Add: %+v, want %+v", a, want)
 	}
+	if got := a.SpecMeanAcceptanceLength(); got != 1+4.0/3 {
+		t.Errorf("mean acceptance length %v, want %v", got, 1+4.0/3)
+	}
+	if got := (Stats{}).SpecMeanAcceptanceLength(); got != 0 {
+		t.Errorf("no drafts: mean acceptance length %v, want 0", got)
+	}
 }
