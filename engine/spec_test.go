@@ -449,7 +449,7 @@ func TestStatsAdd(t *testing.T) {
 	if a != want {
 		t.Fatalf("Add: %+v, want %+v", a, want)
 	}
-	if got := a.SpecMeanAcceptanceLength(); got != 1+4.0/3 {
+	if got := a.SpecMeanAcceptanceLength(); math.Abs(got-(1+4.0/3)) > 1e-12 {
 		t.Errorf("mean acceptance length %v, want %v", got, 1+4.0/3)
 	}
 	if got := (Stats{}).SpecMeanAcceptanceLength(); got != 0 {
