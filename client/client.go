@@ -618,9 +618,13 @@ func (d *Client) skipIdle() {
 	}
 }
 
-// Tokens: a step produced samples (its output tokens, engine.Complete's);
-// the client streams them FrontendLatency later. Timed requests' tokens
-// and inter-token gaps are recorded.
+// Tokens: a step produced samples (its output chunks, engine.Complete's);
+// the client streams them FrontendLatency later. Timed requests' chunks
+// and the gaps between them are recorded. A chunk of several tokens
+// (speculative decoding's accepted drafts, engine.Sample.Tokens) is one
+// streamed message: vLLM bench gives it one ITL gap and one timestamp in
+// max_output_tokens_per_s (vllm/benchmarks/serve.py calculate_metrics),
+// so it counts once here too; output-token totals come from the request.
 func (d *Client) Tokens(samples []engine.Sample) {
 	timedTokens := 0
 	detailed := d.rec.Detailed()

@@ -47,29 +47,7 @@ func dpRoute(engs []*engine.Engine) int {
 func sumStats(engs []*engine.Engine) engine.Stats {
 	var out engine.Stats
 	for _, e := range engs {
-		s := e.Stats()
-		out.Steps += s.Steps
-		out.Preemptions += s.Preemptions
-		out.Rejected += s.Rejected
-		out.Aborted += s.Aborted
-		out.PrefixQueries += s.PrefixQueries
-		out.PrefixHits += s.PrefixHits
-		out.Evictions += s.Evictions
-		out.ScheduledRows += s.ScheduledRows
-		out.RemoteKVLoads += s.RemoteKVLoads
-		out.ExternalPrefixQueries += s.ExternalPrefixQueries
-		out.ExternalPrefixHits += s.ExternalPrefixHits
-		for i := range out.OffloadTierHits {
-			out.OffloadTierHits[i] += s.OffloadTierHits[i]
-		}
-		out.OffloadStores += s.OffloadStores
-		out.OffloadLoads += s.OffloadLoads
-		out.OffloadStoredBytes += s.OffloadStoredBytes
-		out.OffloadLoadedBytes += s.OffloadLoadedBytes
-		out.OffloadTierEvictions += s.OffloadTierEvictions
-		out.OffloadLoadTime += s.OffloadLoadTime
-		out.MaxRunning = max(out.MaxRunning, s.MaxRunning)
-		out.PeakUsedBlocks = max(out.PeakUsedBlocks, s.PeakUsedBlocks)
+		out.Add(e.Stats())
 	}
 	return out
 }

@@ -5,8 +5,8 @@
 // It mirrors vLLM's v1 core as of late 2025 (main after v0.11:
 // vllm/v1/core/sched/scheduler.py Scheduler.schedule / update_from_output,
 // vllm/v1/core/kv_cache_manager.py allocate_slots / get_computed_blocks,
-// vllm/v1/core/block_pool.py), with the FCFS policy and no speculative
-// decoding or encoder inputs; of the KV connectors, the NixlConnector's
+// vllm/v1/core/block_pool.py), with the FCFS policy, speculative decoding
+// (spec.go) and no encoder inputs; of the KV connectors, the NixlConnector's
 // scheduler side for disaggregated prefill (remote.go). Models mixing
 // full-attention and sliding-window layers use the hybrid KV cache manager
 // (hybrid.go).
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"blis/kernel"
+	"blis/specdecode"
 )
 
 // Config holds the vLLM engine arguments the scheduler and KV manager use.
@@ -66,6 +67,9 @@ type Config struct {
 	// Offload turns on KV offloading to host memory through a KV connector
 	// (offload.go; nil: off).
 	Offload *OffloadConfig
+	// Spec is speculative decoding (--speculative-config; spec.go). The
+	// zero value is off.
+	Spec Speculation
 }
 
 // Validate reports the first impossible setting, naming its vLLM flag.
@@ -92,6 +96,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-num-batched-tokens %d is smaller than --max-model-len %d with chunked prefill disabled: "+
 			"a long prompt could never be scheduled; raise --max-num-batched-tokens or enable chunked prefill",
 			c.MaxNumBatchedTokens, c.MaxModelLen)
+	}
+	if err := c.Spec.validate(); err != nil {
+		return err
 	}
 	return c.validateGroups()
 }
@@ -124,14 +131,59 @@ type Stats struct {
 	OffloadLoadedBytes   int64         // host-to-device bytes, per rank
 	OffloadTierEvictions int64         // chunks the tiers evicted to make room
 	OffloadLoadTime      time.Duration // Σ over asynchronous loads of admission to KV arrival
+	// Speculative decoding, as vLLM's SpecDecodingStats counts it: rows
+	// that verified drafts (num_drafts), the drafts they verified
+	// (num_draft_tokens), those accepted (num_accepted_tokens), and the
+	// accepted ones by position (num_accepted_tokens_per_pos).
+	SpecDrafts         int64
+	SpecDraftTokens    int64
+	SpecAccepted       int64
+	SpecAcceptedPerPos [specdecode.MaxPositions]int64
 }
 
-// Sample is one output token produced by a step.
+// Add adds o's counters to s: sums, and maxima for the peaks. A cluster
+// sums its ranks' Stats with it.
+func (s *Stats) Add(o Stats) {
+	s.Steps += o.Steps
+	s.Preemptions += o.Preemptions
+	s.Rejected += o.Rejected
+	s.Aborted += o.Aborted
+	s.PrefixQueries += o.PrefixQueries
+	s.PrefixHits += o.PrefixHits
+	s.Evictions += o.Evictions
+	s.ScheduledRows += o.ScheduledRows
+	s.MaxRunning = max(s.MaxRunning, o.MaxRunning)
+	s.PeakUsedBlocks = max(s.PeakUsedBlocks, o.PeakUsedBlocks)
+	s.RemoteKVLoads += o.RemoteKVLoads
+	s.ExternalPrefixQueries += o.ExternalPrefixQueries
+	s.ExternalPrefixHits += o.ExternalPrefixHits
+	for i := range s.OffloadTierHits {
+		s.OffloadTierHits[i] += o.OffloadTierHits[i]
+	}
+	s.OffloadStores += o.OffloadStores
+	s.OffloadLoads += o.OffloadLoads
+	s.OffloadStoredBytes += o.OffloadStoredBytes
+	s.OffloadLoadedBytes += o.OffloadLoadedBytes
+	s.OffloadTierEvictions += o.OffloadTierEvictions
+	s.OffloadLoadTime += o.OffloadLoadTime
+	s.SpecDrafts += o.SpecDrafts
+	s.SpecDraftTokens += o.SpecDraftTokens
+	s.SpecAccepted += o.SpecAccepted
+	for j := range s.SpecAcceptedPerPos {
+		s.SpecAcceptedPerPos[j] += o.SpecAcceptedPerPos[j]
+	}
+}
+
+// Sample is a request's output of a step: one token, or with speculative
+// decoding 1 + its accepted drafts, which vLLM streams in one chunk.
 type Sample struct {
-	Req   *Request
-	Gap   time.Duration // since the request's previous token (0 for the first)
-	First bool          // the request's first output token
-	Done  bool          // the request's last output token: it has finished
+	Req *Request
+	// Tokens is the output tokens in the chunk (1 + accepted drafts; 1 for
+	// the first; 0 for an aborted request).
+	Tokens int
+	Gap    time.Duration // since the request's previous chunk (0 for the first)
+	First  bool          // the chunk holds the request's first output token
+	Done   bool          // the chunk holds the request's last output token: it has finished
 	// Aborted marks a request the client cancelled while it was in the
 	// step: it produced no token (Gap and First are unset) and has left
 	// the engine (Done is set too).
@@ -180,6 +232,10 @@ type Engine struct {
 
 	// KV offloading (offload.go; nil: off).
 	off *offload
+	// Speculative decoding (spec.go), and the lookahead slots allocate
+	// adds while the running requests are scheduled.
+	spec specState
+	look int
 }
 
 // New builds an engine. The pool has cfg.NumGPUBlocks blocks including the
@@ -201,6 +257,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.off = off
 	}
+	e.spec = newSpecState(cfg.Spec)
 	return e, nil
 }
 
@@ -307,8 +364,8 @@ func (e *Engine) Refusal(promptLen, maxTokens int) string {
 	case promptLen+maxTokens > e.cfg.MaxModelLen:
 		return fmt.Sprintf("max_model_len: this model's maximum context length is %d tokens, "+
 			"but %d were requested (%d prompt + %d output)", e.cfg.MaxModelLen, promptLen+maxTokens, promptLen, maxTokens)
-	case e.blocksNeeded(promptLen+maxTokens-1) > e.pool.usable():
-		return fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d", e.blocksNeeded(promptLen+maxTokens-1), e.pool.usable())
+	case e.blocksNeeded(e.peakSlots(promptLen, maxTokens)) > e.pool.usable():
+		return fmt.Sprintf("kv_capacity: needs %d KV blocks, the pool has %d", e.blocksNeeded(e.peakSlots(promptLen, maxTokens)), e.pool.usable())
 	}
 	return ""
 }
@@ -339,7 +396,14 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	thr := e.cfg.LongPrefillTokenThreshold
 	preempted := false
 
-	for i := 0; i < len(e.running) && budget > 0; {
+	// With speculative decoding scheduleRunningSpec (spec.go) schedules
+	// the running requests; this loop is the plain path.
+	first := 0
+	if e.spec.k > 0 {
+		budget, preempted = e.scheduleRunningSpec(b, budget)
+		first = len(e.running)
+	}
+	for i := first; i < len(e.running) && budget > 0; {
 		r := e.running[i]
 		n := r.NumTokens() - r.NumComputed
 		if thr > 0 && n > thr {
@@ -574,13 +638,14 @@ func (e *Engine) allocateSlots(r *Request, n int, hits []int32, hitBlocks int) b
 	return e.allocate(r, n, hits)
 }
 
-// allocate mirrors KVCacheManager.allocate_slots for full attention without
-// lookahead: it succeeds only if the new blocks plus the cached hit blocks
-// that are currently free (evictable) fit in the free queue.
+// allocate mirrors KVCacheManager.allocate_slots for full attention, with
+// e.look lookahead slots (speculative decoding): it succeeds only if the
+// new blocks plus the cached hit blocks that are currently free
+// (evictable) fit in the free queue.
 func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	bs := e.cfg.BlockSize
 	computed := r.NumComputed + len(hits)*bs
-	need := min(computed+n, e.cfg.MaxModelLen)
+	need := min(computed+n+e.look, e.cfg.MaxModelLen)
 	newBlocks := cdiv(need, bs) - len(hits) - len(r.kv.blocks)
 	evictable := 0
 	for _, blk := range hits {
@@ -667,6 +732,7 @@ func (e *Engine) preempt(r *Request) {
 	}
 	e.freeBlocks(r)
 	r.NumComputed = 0
+	r.spec = reqSpec{} // vLLM's _preempt_request clears spec_token_ids
 	r.Status = StatusPreempted
 	r.Preemptions++
 	e.stats.Preemptions++
@@ -738,10 +804,18 @@ func (e *Engine) Complete(now time.Duration) []Sample {
 	return e.samples
 }
 
-// emit records r's new output token at now, finishing r at its max_tokens.
+// emit records r's output at now: one token, plus the drafts accepted
+// when r verified some (verify), capped at max_tokens (vLLM's
+// _update_request_with_output stops mid-chunk); r finishes at its
+// max_tokens, or carries new drafts for its next step.
 func (e *Engine) emit(r *Request, now time.Duration) {
-	r.NumOutput++
-	s := Sample{Req: r, First: r.NumOutput == 1}
+	n := 1
+	if d := r.spec.step; d > 0 {
+		n += e.verify(r, int(d))
+		n = min(n, r.MaxTokens-r.NumOutput)
+	}
+	s := Sample{Req: r, Tokens: n, First: r.NumOutput == 0}
+	r.NumOutput += n
 	if s.First {
 		r.FirstToken = now
 	} else {
@@ -759,6 +833,8 @@ func (e *Engine) emit(r *Request, now time.Duration) {
 		} else {
 			e.freeBlocks(r)
 		}
+	} else if e.spec.k > 0 {
+		r.spec.drafts = uint8(e.spec.k) // the proposer's drafts for r's next step
 	}
 	e.samples = append(e.samples, s)
 }

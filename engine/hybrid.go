@@ -210,7 +210,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 	bs := e.cfg.BlockSize
 	h := &e.hy
 	computed := r.NumComputed + hit*bs
-	need := min(computed+n, e.cfg.MaxModelLen)
+	need := min(computed+n+e.look, e.cfg.MaxModelLen)
 	required := cdiv(need, bs)
 	e.removeSkipped(r, computed)
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"blis/kernel"
+	"blis/specdecode"
 	"blis/workload"
 )
 
@@ -61,6 +62,12 @@ func TestKVEventsMirrorThePrefixCache(t *testing.T) {
 			bs := []int{4, 16}[rng.IntN(2)]
 			c := cfg(64+rng.IntN(256), 1+rng.IntN(8), 8+rng.IntN(600/bs), bs)
 			c.AsyncScheduling = trial%2 == 0
+			if trial%3 == 1 {
+				// Speculative decoding: accepted drafts fill blocks that
+				// are registered a step later, off the block boundary.
+				sched, _ := specdecode.FromRates([]float64{0.8, 0.5, 0.3})
+				c.Spec = Speculation{NumTokens: 3, Lookahead: trial%2 == 1, Acceptance: sched, Seed: uint64(trial)}
+			}
 			e, err := New(c)
 			if err != nil {
 				t.Fatal(err)

@@ -41,6 +41,7 @@ type Request struct {
 	Finished       time.Duration
 
 	Status       Status
+	spec         reqSpec // speculative decoding (spec.go); two bytes in Status's padding
 	RejectReason string
 	NumComputed  int // vLLM's num_computed_tokens
 	NumOutput    int // output tokens generated so far
