@@ -61,7 +61,11 @@ func (l *loop) buildEndpoints() error {
 				cfg: p.Engine, pricer: p.Pricer, first: len(l.engs), n: max(p.DataParallel, 1),
 				poolIdx: pi, blockBytes: p.KVBlockBytes}
 			for k := 0; k < e.n; k++ {
-				eng, err := engine.New(p.Engine)
+				// Every engine draws speculative acceptance from a
+				// stream of its own: its global rank.
+				ec := p.Engine
+				ec.Spec.Stream = uint64(len(l.engs))
+				eng, err := engine.New(ec)
 				if err != nil {
 					return err
 				}
