@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"blis/engine"
 	"blis/router"
 )
 
@@ -198,8 +199,9 @@ var (
 // moves KV between prefill and decode replicas, and notes on what it does
 // that BLIS does not model.
 type connectorInfo struct {
-	pd    bool
-	notes []string
+	pd      bool
+	offload *offloadConn // an offload connector (offload.go)
+	notes   []string
 }
 
 // parseKVTransfer parses --kv-transfer-config strictly.
@@ -248,6 +250,15 @@ func (info *connectorInfo) add(flag string, data []byte, depth int) error {
 	case slices.Contains(pdConnectors, c.KVConnector):
 		info.pd = true
 		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s is simulated as NixlConnector's transfer (the decode engine reads the prompt's blocks after the prefill)", c.KVConnector))
+	case c.KVConnector == "OffloadingConnector" || c.KVConnector == "LMCacheConnectorV1":
+		if info.offload != nil {
+			return bad("kv-transfer-config", flag, "two offload connectors ("+info.offload.name+", "+c.KVConnector+"): vLLM's MultiConnector runs at most one that loads a request's KV")
+		}
+		kind := engine.OffloadNative
+		if c.KVConnector == "LMCacheConnectorV1" {
+			kind = engine.OffloadLMCache
+		}
+		info.offload = &offloadConn{kind: kind, name: c.KVConnector, extra: c.KVConnectorExtra}
 	case slices.Contains(offloadConnectors, c.KVConnector):
 		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s (KV offload to CPU or storage) is accepted and not modelled", c.KVConnector))
 	default:

@@ -80,17 +80,23 @@ func TestPDBadInput(t *testing.T) {
 
 func TestKVTransferConfigAccepted(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  string
-		pd   bool
-		note string
+		cfg     string
+		pd      bool
+		offload string // the offload connector found
+		note    string
 	}{
-		{`{"kv_connector":"NixlConnector","kv_role":"kv_both"}`, true, ""},
-		{`{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}`, true, "LMCacheConnectorV1 (KV offload"},
-		{`{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_port":21001,"kv_connector_extra_config":{"proxy_port":30001}}`, true, "simulated as NixlConnector"},
-		{`{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"num_cpu_blocks":1000}}`, false, "not modelled"},
+		{`{"kv_connector":"NixlConnector","kv_role":"kv_both"}`, true, "", ""},
+		{`{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}`, true, "LMCacheConnectorV1", ""},
+		{`{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_port":21001,"kv_connector_extra_config":{"proxy_port":30001}}`, true, "", "simulated as NixlConnector"},
+		{`{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"num_cpu_blocks":1000}}`, false, "OffloadingConnector", ""},
+		{`{"kv_connector":"SharedStorageConnector","kv_role":"kv_both"}`, false, "", "not modelled"},
 	} {
 		info, err := parseKVTransfer(tc.cfg)
-		if err != nil || info.pd != tc.pd || (tc.note != "" && !strings.Contains(strings.Join(info.notes, "|"), tc.note)) {
+		name := ""
+		if info.offload != nil {
+			name = info.offload.name
+		}
+		if err != nil || info.pd != tc.pd || name != tc.offload || (tc.note != "" && !strings.Contains(strings.Join(info.notes, "|"), tc.note)) {
 			t.Errorf("%s: info %+v err %v", tc.cfg, info, err)
 		}
 	}

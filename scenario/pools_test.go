@@ -85,7 +85,7 @@ func TestPoolsBadInput(t *testing.T) {
 		{func(s *Scenario) { s.Pools = []PoolSpec{{Name: "p", Replicas: 1, Role: "prefill"}} }, "no pool serves decode"},
 		{func(s *Scenario) {
 			s.Pools = []PoolSpec{{Name: "d", Replicas: 1, Role: "decode"}, {Name: "p", Replicas: 1, Role: "prefill"}}
-			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both"}`
+			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1e11}}`
 		}, "pools.p.kv-transfer-config"},
 		{func(s *Scenario) {
 			s.Pools = []PoolSpec{{Name: "big", Replicas: 1, Role: "both", Serve: []KV{{Key: "tensor-parallel-size", Value: "0"}}}}

@@ -228,6 +228,21 @@ func (s Scenario) resolveServe(r *Resolved) error {
 	if r.connector, err = parseKVTransfer(s.KVTransferConfig); err != nil {
 		return err
 	}
+	spec, err := s.resolveSpec()
+	if err != nil {
+		return err
+	}
+	if r.Deployment.Spec, err = spec.kernelSpec(); err != nil {
+		return err
+	}
+	if err := kernel.Validate(r.Deployment); err != nil && r.Deployment.Spec.NumTokens > 0 {
+		return bad("speculative-config", s.SpeculativeConfig, err.Error())
+	}
+	specNotes, err := spec.acceptance(s, r.Model)
+	if err != nil {
+		return err
+	}
+	r.Notes = append(r.Notes, specNotes...)
 	if r.Memory, err = kernel.PlanMemory(r.Deployment); err != nil {
 		return &InputError{Msg: err.Error()}
 	}
@@ -260,6 +275,10 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		KVCache:                   r.Memory.KVCache,
 		AsyncScheduling:           async,
 		MaxConcurrentBatches:      max(s.PipelineParallelSize, 1),
+		Spec:                      spec.engineSpec(s.Seed),
+	}
+	if r.Engine.Offload, err = r.resolveOffload(); err != nil {
+		return err
 	}
 	if err := r.Engine.Validate(); err != nil {
 		return &InputError{Msg: err.Error()}

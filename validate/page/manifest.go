@@ -202,6 +202,10 @@ type mparser struct {
 	file    string
 	err     error
 	missing []*scenario.InputError
+	// clearable: the settings being read are blis: overrides, where an
+	// empty value clears a setting the deployment states (BLIS without
+	// a stated connector, to show what it changes).
+	clearable bool
 }
 
 // ManifestErrors are the problems of one manifest found in one reading:
@@ -422,7 +426,7 @@ func (p *mparser) stated(v *yaml.Node, key, name string, bare bool) Stated {
 		switch k {
 		case "value":
 			st.Value = strings.TrimSpace(p.scalar(x, join(key, k)))
-			if p.err == nil && st.Value == "" {
+			if p.err == nil && st.Value == "" && !p.clearable {
 				p.fail(x, join(key, k), "", "must not be empty (write unstated instead)")
 			}
 		case "source":
@@ -503,7 +507,9 @@ func (p *mparser) arm(n *yaml.Node, path string) Arm {
 			case "workload":
 				a.Workload = p.settings(v, key, true)
 			case "blis":
+				p.clearable = true
 				a.BLIS = p.settings(v, key, true)
+				p.clearable = false
 			case "level-key":
 				a.LevelKey = strings.ReplaceAll(p.scalar(v, key), "_", "-")
 				if p.err == nil && !slices.Contains(settingNames(), a.LevelKey) {
@@ -666,7 +672,9 @@ func (p *mparser) level(n *yaml.Node, path string) Level {
 				}
 			})
 		case "blis":
+			p.clearable = true
 			l.BLIS = p.settings(v, key, true)
+			p.clearable = false
 		}
 	})
 	return l

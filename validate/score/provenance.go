@@ -106,7 +106,11 @@ func WhatWouldMakeExact(rows []ProvRow) []string {
 	for _, r := range rows {
 		switch {
 		case r.Verdict == Mismatch && r.Removable:
-			add(fmt.Sprintf("BLIS run with %s = %s (the measured value; BLIS used %s)", r.Setting, r.Measured, r.BLIS))
+			used := r.BLIS
+			if used == "" {
+				used = "none"
+			}
+			add(fmt.Sprintf("BLIS run with %s = %s (the measured value; BLIS used %s)", r.Setting, r.Measured, used))
 		case r.Verdict == Mismatch && r.Setting == "engine-version":
 			add(fmt.Sprintf("a run on the vLLM release BLIS's engine mirrors (%s), or BLIS modelling vLLM %s's engine", EngineVersion, r.Measured))
 		case r.Verdict == Mismatch && r.BLIS == NotModelled:
