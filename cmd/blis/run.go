@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"blis/cluster"
+	"blis/engine"
 	"blis/internal/progress"
 	"blis/kernel"
 	"blis/metrics"
@@ -176,6 +177,8 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		return err
 	}
 	printReplicas(w, dep)
+	printSpec(w, dep.Spec)
+	printOffload(w, dep.Offload)
 	if err := w.Flush(); err != nil {
 		outs.abort()
 		return err
@@ -455,6 +458,9 @@ type deployment struct {
 	Fabric   string          `json:"fabric,omitempty"` // the KV transfers' network, for a run with a prefill pool
 	Pools    []poolJSON      `json:"pools,omitempty"`
 	Replicas []replicaResult `json:"replica_results,omitempty"`
+	// Speculative decoding and KV offload, when they ran (features.go).
+	Spec    *specJSON    `json:"speculative_decoding,omitempty"`
+	Offload *offloadJSON `json:"kv_offload,omitempty"`
 }
 
 type poolJSON struct {
@@ -495,6 +501,9 @@ type replicaResult struct {
 	Decoded         int64   `json:"requests_decoded,omitempty"`
 	KVBytesSent     int64   `json:"kv_bytes_sent,omitempty"`
 	KVBytesReceived int64   `json:"kv_bytes_received,omitempty"`
+	// The replica's speculative decoding and KV offload, when they ran.
+	Spec    *specJSON    `json:"speculative_decoding,omitempty"`
+	Offload *offloadJSON `json:"kv_offload,omitempty"`
 }
 
 // clusterOf fills the cluster part of the result's deployment.
@@ -507,7 +516,10 @@ func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
 		d.Fabric = r.TransferFabric.Name
 	}
 	blocks := map[string]int{}
+	specKs := map[string]int{}
+	offloads := map[string]*engine.OffloadConfig{}
 	for i, p := range r.Pools {
+		specKs[p.Spec.Name], offloads[p.Spec.Name] = p.Engine.Spec.NumTokens, p.Engine.Offload
 		pj := poolJSON{
 			Name: p.Spec.Name, Role: p.Spec.Role, Replicas: p.Spec.Replicas, Hardware: p.Chip.Name,
 			TensorParallelSize: p.Deployment.TP, DataParallelSize: max(p.Deployment.DP, 1),
@@ -536,6 +548,8 @@ func clusterOf(d *deployment, r *scenario.Resolved, out cluster.Result) {
 		if b := blocks[rr.Pool]; b > 0 {
 			x.PeakUsedKVShare = float64(rr.Engine.PeakUsedBlocks) / float64(b)
 		}
+		x.Spec = specOf(rr.Engine, specKs[rr.Pool], rr.StepTime, 0)
+		x.Offload = offloadOf(rr.Engine, offloads[rr.Pool])
 		d.Replicas = append(d.Replicas, x)
 	}
 }
@@ -608,6 +622,10 @@ func deploymentOf(r *scenario.Resolved, out cluster.Result) deployment {
 		d.StepHostShare = float64(out.StepTime.Host) / tot
 		d.PipelineBubbleShare = float64(out.PipelineBubble) / tot
 	}
+	// The engine counters span the whole run, warm-ups included, and so
+	// does the time their throughputs divide by.
+	d.Spec = specOf(out.Engine, specK(r), out.StepTime, out.WarmupDuration+out.Duration)
+	d.Offload = offloadOf(out.Engine, offloadConfig(r))
 	return d
 }
 
