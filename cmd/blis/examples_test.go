@@ -9,7 +9,8 @@ import (
 
 // TestExamplesRun runs every scenario in examples/ (cut to a few requests)
 // from the repository root, as its header comment says to: each must run,
-// and a cluster example must print its replicas.
+// a cluster example must print its replicas, and one showing speculative
+// decoding or KV offload must print that feature's report.
 func TestExamplesRun(t *testing.T) {
 	t.Chdir("../..")
 	files, err := filepath.Glob("examples/*.yaml")
@@ -18,8 +19,12 @@ func TestExamplesRun(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
 			cut := []string{"--num-prompts", "24"}
-			if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), "\nstages:") && strings.Contains(string(data), "dataset-name: random") {
+			if strings.Contains(string(data), "\nstages:") && strings.Contains(string(data), "dataset-name: random") {
 				// Staged random load: --num-prompts conflicts with the stages, so cut those.
 				cut = []string{"--stages", "[{rate: 2, duration: 12}]"}
 			}
@@ -27,8 +32,19 @@ func TestExamplesRun(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			if !strings.Contains(errOut, "cluster: ") || !strings.Contains(out, "Replicas (router: ") {
-				t.Errorf("no cluster report:\n%s\n%s", errOut, out)
+			text := string(data)
+			for _, want := range []struct{ key, report string }{
+				{"\nreplicas:", "Replicas (router: "},
+				{"\npools:", "Replicas (router: "},
+				{"-replicas:", "Replicas (router: "},
+				{"\nspeculative-config:", "SpecDecoding metrics: "},
+				{"OffloadingConnector", " KV offload "},
+				{"LMCacheConnectorV1", " KV offload "},
+				{"\nkv-offloading-size:", " KV offload "},
+			} {
+				if strings.Contains(text, want.key) && !strings.Contains(out, want.report) {
+					t.Errorf("%s: no %q report:\n%s\n%s", strings.TrimSpace(want.key), want.report, errOut, out)
+				}
 			}
 		})
 	}
