@@ -200,3 +200,42 @@ func benchCluster(b *testing.B, routerName string, replicas, n int) {
 		b.ReportMetric(sum.TTFT.Mean, "sim_ttft_mean")
 	}
 }
+
+// BenchmarkRunFeatures is BenchmarkRun's load (Llama-3.1-8B-Instruct on
+// one H100, random 1024/256 at concurrency 256) with EAGLE-3 drafting 3
+// tokens, and with a 100 GiB CPU KV tier (vLLM's OffloadingConnector)
+// besides: what speculation and offload cost the simulator per request.
+//
+//	go test ./cluster -run '^$' -bench 'RunFeatures/.*/requests=1000000' -benchmem -benchtime 1x
+func BenchmarkRunFeatures(b *testing.B) {
+	spec := func(s *scenario.Scenario) {
+		s.SpeculativeConfig = `{"method":"eagle3","model":"RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3","num_speculative_tokens":3}`
+		s.SpecAcceptance = "vllm-test-llama8b"
+	}
+	for _, f := range []struct {
+		name string
+		mod  func(*scenario.Scenario)
+	}{
+		{"plain", func(*scenario.Scenario) {}},
+		{"eagle3", spec},
+		{"eagle3+cpu-tier", func(s *scenario.Scenario) { spec(s); s.KVOffloadingSize = 100 }},
+	} {
+		for _, n := range []int{100_000, 1_000_000} {
+			b.Run(fmt.Sprintf("%s/requests=%d", f.name, n), func(b *testing.B) {
+				s := scenario.Defaults()
+				s.Model, s.Hardware = "meta-llama/Llama-3.1-8B-Instruct", "h100"
+				s.RandomInputLen, s.RandomOutputLen, s.NumPrompts, s.MaxConcurrency = 1024, 256, n, 256
+				f.mod(&s)
+				res, err := s.Resolve()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < b.N; i++ {
+					out, sum := benchRandom(b, res.ClientConfig(), res.Random, int64(i), n)
+					b.ReportMetric(float64(out.Engine.Steps), "steps")
+					b.ReportMetric(sum.OutputThroughput, "sim_tok/s")
+				}
+			})
+		}
+	}
+}
