@@ -512,7 +512,15 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				break
 			}
 			n = min(n, budget)
-			if !e.allocateSlots(r, n+ext, hits, hitBlocks) {
+			// A request whose KV a connector brought (it has computed
+			// tokens) takes the lookahead slots too; a new or preempted
+			// one does not (vLLM's effective_lookahead_tokens).
+			if r.NumComputed > 0 {
+				e.look = e.spec.look
+			}
+			ok := e.allocateSlots(r, n+ext, hits, hitBlocks)
+			e.look = 0
+			if !ok {
 				break
 			}
 			q.popFront()

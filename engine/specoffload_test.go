@@ -202,3 +202,51 @@ func TestSpecOffloadDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecLoadedRequestTakesLookahead: a request whose prompt KV the
+// connector loaded is admitted with its lookahead slots (vLLM's
+// effective_lookahead_tokens: a waiting request with computed tokens), a
+// new one without; its first step then samples one token and carries
+// drafts.
+func TestSpecLoadedRequestTakesLookahead(t *testing.T) {
+	for _, look := range []bool{false, true} {
+		shared, _ := kvtier.New(64, kvtier.LRU)
+		mk := func() *Engine {
+			c := scfg(4096, 16, 300, 16, []float64{0.5, 0.3, 0.1}, specdecode.Random, look)
+			c.Offload = offCfg(0)
+			c.Offload.CPU = shared
+			e, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		a, b := mk(), mk()
+		drive(t, a, []arrival{{0, req(1, 1, seg(1, 1024))}}) // the tier holds the document's 16 chunks
+		r := req(2, 4, seg(1, 1024), seg(2, 16))
+		fresh := req(3, 4, seg(3, 16))
+		b.Add(r, 0)
+		var bt kernel.Batch
+		if b.Schedule(0, &bt) != 0 || r.Status != StatusWaitingForRemoteKVs || len(r.kv.blocks) != 65 {
+			t.Fatalf("want r loading with its 1040-token prompt's 65 blocks: %v, %d blocks", r.Status, len(r.kv.blocks))
+		}
+		now := b.NextWake()
+		b.Wake(now)
+		b.Add(fresh, now)
+		if b.Schedule(now, &bt) != 2 || r.Status != StatusRunning || r.NumComputed != 1040 {
+			t.Fatalf("after the load: %v, computed %d", r.Status, r.NumComputed)
+		}
+		wantR, wantFresh := 65, 1
+		if look {
+			wantR, wantFresh = 66, 1 // 1040 + 3 lookahead slots; the new request's 16 tokens fill one block
+		}
+		if len(r.kv.blocks) != wantR || len(fresh.kv.blocks) != wantFresh {
+			t.Errorf("lookahead %v: loaded request holds %d blocks, want %d; new one %d, want %d", look, len(r.kv.blocks), wantR, len(fresh.kv.blocks), wantFresh)
+		}
+		ss := b.Complete(now + time.Millisecond)
+		if len(ss) != 2 || ss[0].Tokens != 1 || r.spec.drafts != 3 {
+			t.Fatalf("first step: %+v, drafts %d", ss, r.spec.drafts)
+		}
+		driveFrom(t, b, nil, now+time.Millisecond)
+	}
+}
