@@ -355,12 +355,14 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	o := e.off
 	gpuTok := hitBlocks * e.cfg.BlockSize
 	e.delayCache = true
-	// The whole prompt's blocks, as for a remote prefill (vLLM allocates
-	// only the loaded ones, and the rest when the request is scheduled
-	// after the load; requests holding loaded KV can then fill the pool
-	// between them and wait for each other for ever).
+	// The whole prompt's blocks, as for a remote prefill, and the
+	// lookahead slots its first step after the load takes (vLLM allocates
+	// only the loaded ones, and the rest with the lookahead when the
+	// request is scheduled after the load; requests holding loaded KV can
+	// then fill the pool between them and wait for each other for ever).
+	e.look = e.spec.look
 	ok := e.allocateSlots(r, r.NumTokens()-gpuTok, hits, hitBlocks)
-	e.delayCache = false
+	e.delayCache, e.look = false, 0
 	if !ok {
 		return false
 	}

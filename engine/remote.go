@@ -56,18 +56,22 @@ func (e *Engine) AddRemote(r *Request, now time.Duration) bool {
 }
 
 // reserveRemote allocates r's prompt blocks beyond its local prefix-cache
-// hit, or reports that the pool is short.
+// hit, with the lookahead slots of its first step after the transfer
+// (speculative decoding; vLLM allocates those when it schedules that step,
+// which can leave requests holding received KV waiting for each other's
+// blocks for ever), or reports that the pool is short.
 func (e *Engine) reserveRemote(r *Request, now time.Duration) bool {
 	hits, hitBlocks := e.prefixHit(r) // nothing computed: r is new (AddRemote)
 	n := r.NumTokens() - hitBlocks*e.cfg.BlockSize
-	e.delayCache = true
+	e.delayCache, e.look = true, e.spec.look
 	ok := e.allocateSlots(r, n, hits, hitBlocks)
-	e.delayCache = false
+	e.delayCache, e.look = false, 0
 	if !ok {
 		return false
 	}
 	e.firstScheduled(r, now, hitBlocks*e.cfg.BlockSize)
-	r.TransferBlocks = len(r.kv.blocks) - hitBlocks
+	// The prompt's blocks are sent; the lookahead slots are not.
+	r.TransferBlocks = cdiv(r.NumTokens(), e.cfg.BlockSize) - hitBlocks
 	r.remote = remoteLoading
 	r.Status = StatusWaitingForRemoteKVs
 	e.loading = append(e.loading, r)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"blis/kernel"
+	"blis/specdecode"
 	"blis/workload"
 )
 
@@ -220,5 +221,33 @@ func TestRemotePrefillRandomisedInvariants(t *testing.T) {
 		if p.HeldBlocks() != 0 || d.HeldBlocks() != 0 || p.Kept() != 0 || d.Loading() != 0 {
 			t.Fatalf("trial %d: leaked: prefill %d held %d kept; decode %d held %d loading", trial, p.HeldBlocks(), p.Kept(), d.HeldBlocks(), d.Loading())
 		}
+	}
+}
+
+// TestRemotePrefillReservesLookahead: with lookahead slots (speculative
+// decoding), a remote prefill's reservation also holds the slots its first
+// step takes, so it is admitted after the transfer without a block; the
+// blocks the prefill engine sends are still the prompt's.
+func TestRemotePrefillReservesLookahead(t *testing.T) {
+	d, _ := New(scfg(64, 4, 64, 4, []float64{0.5, 0.3, 0.1}, specdecode.Random, true))
+	var now time.Duration
+	r := req(1, 3, seg(7, 18))
+	d.AddRemote(r, now)
+	var b kernel.Batch
+	d.Schedule(now, &b)
+	// 18 prompt tokens + 3 lookahead slots = 21: 6 blocks of 4; 5 are sent.
+	if r.TransferBlocks != 5 || d.HeldBlocks() != 6 {
+		t.Fatalf("transfer %d blocks, held %d (want 5, 6)", r.TransferBlocks, d.HeldBlocks())
+	}
+	d.RemoteKVDone(r, now)
+	b, s := step(t, d, &now)
+	if b.PrefillTokens != 1 || len(s) != 1 || !s[0].First || d.HeldBlocks() != 6 || r.spec.drafts != 3 {
+		t.Fatalf("first step: %+v samples %+v held %d drafts %d", b, s, d.HeldBlocks(), r.spec.drafts)
+	}
+	for r.Status != StatusFinished {
+		step(t, d, &now)
+	}
+	if d.HeldBlocks() != 0 {
+		t.Fatalf("%d blocks held at the end", d.HeldBlocks())
 	}
 }
