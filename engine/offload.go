@@ -33,9 +33,10 @@ import (
 //   - Load: a request admitted with nothing computed looks up the chunks
 //     after its GPU prefix hit (get_num_new_matched_tokens: from the chunk
 //     holding the hit's end, consecutive ready chunks); with at least one,
-//     its prompt's blocks are allocated (all of them, as for a remote
-//     prefill: vLLM allocates the loaded ones only, which lets requests
-//     holding loaded KV fill the pool and deadlock), it waits as
+//     its prompt's blocks are allocated (all of them, with the lookahead
+//     slots of speculative decoding, as for a remote prefill: vLLM
+//     allocates the loaded ones only, which lets requests holding loaded
+//     KV fill the pool and deadlock), it waits as
 //     WAITING_FOR_REMOTE_KVS taking no budget, the chunks are pinned and read host-to-device, and it rejoins
 //     the head of the queue when they arrive, with those tokens computed
 //     (less the last prompt token, which is recomputed, as after a remote
