@@ -44,9 +44,10 @@ type Speculation struct {
 	// get_computed_blocks → find_longest_cache_hit in
 	// single_type_kv_cache_manager.py): FullAttentionManager pops the last
 	// matched block, SlidingWindowManager asks for one more contiguous
-	// block and pops it. The caller sets it for an EAGLE-style method
-	// (SpeculativeConfig.use_eagle(): eagle, eagle3, mtp) unless
-	// disable_eagle_block_drop is set. It needs NumTokens > 0.
+	// block and pops it. The caller sets it as vLLM's scheduler sets
+	// use_eagle, from SpeculativeConfig.use_eagle_block_drop() (vllm#53388):
+	// an EAGLE-style method (use_eagle(): eagle, eagle3, mtp of those BLIS
+	// simulates) without disable_eagle_block_drop. It needs NumTokens > 0.
 	DropLastHitBlock bool
 	// Seed and Stream name the engine's own acceptance stream: the caller
 	// gives every engine (every data-parallel rank) a distinct Stream, so
