@@ -37,14 +37,16 @@ import (
 // AddRemote admits a request whose prompt's KV will be read from a prefill
 // engine (kv_transfer_params do_remote_prefill), as Add does otherwise.
 func (e *Engine) AddRemote(r *Request, now time.Duration) bool {
-	// The prompt's blocks are allocated all at once in every KV cache group
-	// (a sliding window frees the ones it leaves only once the request
-	// runs), so a pool they cannot fit would hold the request for ever.
+	// The prompt's blocks, with the lookahead slots, are allocated all at
+	// once in every KV cache group (a sliding window frees the ones it
+	// leaves only once the request runs), so a pool they cannot fit would
+	// hold the request for ever.
 	groups := 1
 	if e.hybrid {
 		groups = len(e.hy.windows)
 	}
-	if need := cdiv(r.PromptLen, e.cfg.BlockSize) * groups; r.PromptLen >= 1 && need > e.pool.usable() {
+	slots := min(r.PromptLen+e.spec.look, e.cfg.MaxModelLen)
+	if need := cdiv(slots, e.cfg.BlockSize) * groups; r.PromptLen >= 1 && need > e.pool.usable() {
 		r.Arrived = now
 		return e.reject(r, fmt.Sprintf("kv_capacity: the prompt's KV from the prefill engine needs %d KV blocks at once, the pool has %d", need, e.pool.usable()))
 	}

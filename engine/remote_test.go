@@ -251,3 +251,23 @@ func TestRemotePrefillReservesLookahead(t *testing.T) {
 		t.Fatalf("%d blocks held at the end", d.HeldBlocks())
 	}
 }
+
+// TestRemotePrefillRefusesWhatLookaheadCannotFit: in a hybrid model,
+// where a running request's sliding group holds few blocks but a remote
+// prefill's reservation takes the prompt's blocks in every group, a pool
+// that holds the prompt's blocks but not the lookahead slots reserved
+// with them refuses the remote prefill rather than hold it for ever.
+func TestRemotePrefillRefusesWhatLookaheadCannotFit(t *testing.T) {
+	for _, look := range []bool{false, true} {
+		c := scfg(4, 4, 1+11, 4, []float64{0.5, 0.3, 0.1}, specdecode.Random, look)
+		c.KVCache = layout(8, "sf")
+		d, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := req(1, 1, seg(7, 18)) // 5 blocks a group, 10 in all; 12 with 3 lookahead slots
+		if ok := d.AddRemote(r, 0); ok == look {
+			t.Errorf("lookahead %v: AddRemote %v (%s)", look, ok, r.RejectReason)
+		}
+	}
+}
