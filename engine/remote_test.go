@@ -102,9 +102,10 @@ func TestRemotePrefillWaitsForBlocks(t *testing.T) {
 // blocks, the KV arrives after a random delay, then the prefill copy's
 // blocks are freed — and checks both engines' blocks against every
 // request's references after every step, that no request is scheduled on
-// the decode engine before its KV arrived, and that nothing leaks.
+// the decode engine before its KV arrived, and that nothing leaks; some
+// trials decode speculatively.
 func TestRemotePrefillRandomisedInvariants(t *testing.T) {
-	for trial := 0; trial < 80; trial++ {
+	for trial := 0; trial < 120; trial++ {
 		rng := rand.New(rand.NewPCG(uint64(trial), 13))
 		bs := []int{1, 4, 16}[rng.IntN(3)]
 		mk := func() Config {
@@ -117,6 +118,11 @@ func TestRemotePrefillRandomisedInvariants(t *testing.T) {
 				kinds := []string{"s", "sf", "fs"}[trial/2%3]
 				c.KVCache = layout(1+trial%40, kinds)
 				c.NumGPUBlocks *= len(kinds)
+			}
+			if trial%3 == 2 { // speculative decoding: lookahead slots reserved with the prompt
+				k := 1 + trial%4
+				sched, _ := specdecode.FromRates([]float64{0.6, 0.4, 0.2, 0.1}[:k])
+				c.Spec = Speculation{NumTokens: k, Lookahead: trial%4 != 3, Acceptance: sched, Seed: uint64(trial), DropLastHitBlock: trial%5 < 3}
 			}
 			return c
 		}
