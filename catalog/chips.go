@@ -43,6 +43,7 @@ type chipFile struct {
 	NVLinkBandwidth    sourced   `yaml:"nvlink_bandwidth"`
 	InterNodeBandwidth sourced   `yaml:"inter_node_bandwidth"`
 	PCIeBandwidth      sourced   `yaml:"pcie_bandwidth"`
+	HostLinkBandwidth  *sourced  `yaml:"host_link_bandwidth"` // optional: pcie_bandwidth when absent
 	GPUsPerNode        sourced   `yaml:"gpus_per_node"`
 	P2PLatency         sourced   `yaml:"p2p_latency_s"`
 	NCCLMemory         ncclTable `yaml:"nccl_memory_bytes"`
@@ -111,6 +112,15 @@ func ParseChip(name string, data []byte) (*Chip, error) {
 		c.Sources[fl.goName] = fl.v.Source
 	}
 	c.SMs, c.GPUsPerNode = int(sms), int(gpus)
+	// The host link is PCIe unless the file says otherwise.
+	c.HostLinkBW, c.Sources["HostLinkBW"] = c.PCIeBW, "pcie_bandwidth (no host_link_bandwidth): "+c.Sources["PCIeBW"]
+	if h := f.HostLinkBandwidth; h != nil {
+		v, err := checkSourced(name, "host_link_bandwidth", *h, 1, math.Inf(1))
+		if err != nil {
+			return nil, err
+		}
+		c.HostLinkBW, c.Sources["HostLinkBW"] = v, h.Source
+	}
 	if c.VisibleMemBytes > c.MemBytes {
 		return nil, fmt.Errorf("%s: key \"visible_memory_bytes\": %g exceeds memory_bytes %g", name, c.VisibleMemBytes, c.MemBytes)
 	}

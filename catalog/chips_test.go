@@ -18,7 +18,7 @@ func TestEmbeddedChipsLoad(t *testing.T) {
 	for _, c := range cs {
 		t.Run(c.Name, func(t *testing.T) {
 			for _, field := range []string{"MemBytes", "VisibleMemBytes", "MemBW", "MemBWEfficiency", "BF16FLOPS", "FP8FLOPS",
-				"FP4FLOPS", "SMs", "NVLinkBW", "InterNode", "PCIeBW", "GPUsPerNode", "P2PLatency", "NCCLMemBytes"} {
+				"FP4FLOPS", "SMs", "NVLinkBW", "InterNode", "PCIeBW", "HostLinkBW", "GPUsPerNode", "P2PLatency", "NCCLMemBytes"} {
 				if strings.TrimSpace(c.Sources[field]) == "" {
 					t.Errorf("no source for %s", field)
 				}
@@ -127,6 +127,9 @@ func TestParseChipStrict(t *testing.T) {
 		{"no nccl", good[:strings.Index(good, "nccl_memory_bytes:")], []string{"nccl_memory_bytes"}},
 		{"borrows from itself", good + "coefficients_from: {value: h100, source: x}\n", []string{`"coefficients_from.value"`, "another chip"}},
 		{"borrow without source", good + "coefficients_from: {value: h200}\n", []string{`"coefficients_from.source"`, "missing"}},
+		{"host link without source", good + "host_link_bandwidth: {value: 1e11}\n", []string{`"host_link_bandwidth"`, "missing source"}},
+		{"host link without value", good + "host_link_bandwidth: {source: x}\n", []string{`"host_link_bandwidth"`, "missing value"}},
+		{"host link zero", good + "host_link_bandwidth: {value: 0, source: x}\n", []string{`"host_link_bandwidth"`, "outside"}},
 	}
 	if _, err := ParseChip("c.yaml", []byte(good)); err != nil {
 		t.Fatalf("the embedded h100.yaml does not parse: %v", err)
@@ -158,8 +161,35 @@ func FuzzParseChip(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !(c.MemBytes > 0 && c.VisibleMemBytes > 0 && c.VisibleMemBytes <= c.MemBytes && c.MemBW > 0 && c.BF16FLOPS > 0 && c.GPUsPerNode >= 1) {
+		if !(c.MemBytes > 0 && c.VisibleMemBytes > 0 && c.VisibleMemBytes <= c.MemBytes && c.MemBW > 0 && c.BF16FLOPS > 0 && c.GPUsPerNode >= 1 &&
+			c.HostLinkBW > 0 && c.Sources["HostLinkBW"] != "") {
 			t.Fatalf("accepted %+v", c)
 		}
 	})
+}
+
+// TestChipHostLink: the host link defaults to PCIe; GB200 reaches its Grace
+// CPU over NVLink-C2C, its 450 GB/s each way shared by two GPUs.
+func TestChipHostLink(t *testing.T) {
+	for _, tt := range []struct {
+		chip string
+		want float64
+	}{
+		{"h100", 64e9}, {"h200", 64e9}, {"a100", 32e9}, {"b200", 128e9}, {"gb200", 225e9},
+	} {
+		c, err := LookupChip(tt.chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.HostLinkBW != tt.want {
+			t.Errorf("%s: host link %g B/s, want %g", tt.chip, c.HostLinkBW, tt.want)
+		}
+		if tt.chip != "gb200" && (c.HostLinkBW != c.PCIeBW || !strings.Contains(c.Sources["HostLinkBW"], "pcie_bandwidth")) {
+			t.Errorf("%s: host link %g (%s), want pcie_bandwidth %g", tt.chip, c.HostLinkBW, c.Sources["HostLinkBW"], c.PCIeBW)
+		}
+	}
+	c, err := ParseChip("c.yaml", []byte(chipYAML(t)+"host_link_bandwidth: {value: 1.5e11, source: x}\n"))
+	if err != nil || c.HostLinkBW != 1.5e11 || c.PCIeBW != 64e9 || c.Sources["HostLinkBW"] != "x" {
+		t.Errorf("explicit host link: %v, %+v", err, c)
+	}
 }

@@ -169,6 +169,13 @@ type Chip struct {
 	PCIeBW      float64 // bytes/s one direction
 	GPUsPerNode int
 
+	// HostLinkBW is the bandwidth in bytes/s, per GPU and per direction,
+	// between the GPU and host memory: what KV offload copies (vLLM's
+	// OffloadingConnector, LMCache) move over. It is PCIeBW unless the
+	// host is reached another way (GB200: NVLink-C2C to the Grace CPU).
+	// Its latency is left to the caller (the fabric's PCIe link).
+	HostLinkBW float64
+
 	// VisibleMemBytes is the total the CUDA driver reports
 	// (torch.cuda.mem_get_info()[1]), which vLLM multiplies by
 	// --gpu-memory-utilization. It is a little under MemBytes.

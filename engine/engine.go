@@ -512,7 +512,15 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				break
 			}
 			n = min(n, budget)
-			if !e.allocateSlots(r, n+ext, hits, hitBlocks) {
+			// A request whose KV a connector brought (it has computed
+			// tokens) takes the lookahead slots too; a new or preempted
+			// one does not (vLLM's effective_lookahead_tokens).
+			if r.NumComputed > 0 {
+				e.look = e.spec.look
+			}
+			ok := e.allocateSlots(r, n+ext, hits, hitBlocks)
+			e.look = 0
+			if !ok {
 				break
 			}
 			q.popFront()
@@ -613,17 +621,22 @@ func (e *Engine) add(r *Request, n int, b *kernel.Batch) {
 
 // longestHit finds the cached blocks matching r's leading full blocks, capped
 // at num_tokens − 1 so the last token is always computed (vLLM's
-// get_computed_blocks).
+// get_computed_blocks), less the last one with an EAGLE-style drafter
+// (Speculation.DropLastHitBlock).
 func (e *Engine) longestHit(r *Request, dst []int32) []int32 {
 	bs := e.cfg.BlockSize
 	limit := (r.NumTokens() - 1) / bs
 	r.extendHashes(limit*bs, bs)
+	start := len(dst)
 	for k := 0; k < limit; k++ {
 		blk, ok := e.pool.lookup(r.hashes[k])
 		if !ok {
 			break
 		}
 		dst = append(dst, blk)
+	}
+	if e.spec.drop && len(dst) > start {
+		dst = dst[:len(dst)-1]
 	}
 	return dst
 }

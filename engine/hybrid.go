@@ -155,6 +155,16 @@ func (e *Engine) longestHitHybrid(r *Request) int {
 				break
 			}
 		}
+		if e.spec.drop && n > 0 {
+			n-- // FullAttentionManager with use_eagle pops the last matched block
+		}
+	}
+	// With an EAGLE-style drafter the sliding groups need one more cached
+	// block in the run, and drop the last (SlidingWindowManager, use_eagle).
+	slideDrop := e.spec.drop && len(h.slide) > 0
+	contig := h.contig
+	if slideDrop {
+		contig++
 	}
 	// SlidingWindowManager within the full hit: right to left for a run
 	// of contig cached blocks, else the run from the first block.
@@ -165,7 +175,7 @@ func (e *Engine) longestHitHybrid(r *Request) int {
 			continue
 		}
 		run++
-		if run >= h.contig {
+		if run >= contig {
 			start, end = i, i+run
 			break
 		}
@@ -173,6 +183,9 @@ func (e *Engine) longestHitHybrid(r *Request) int {
 	if end == 0 {
 		// No full run: the run that reaches the first block is a hit.
 		start, end = 0, run
+	}
+	if slideDrop && end > 0 {
+		end--
 	}
 	for _, g := range h.full {
 		h.hits[g] = h.hits[g][:end] // cut to the sliding groups' hit

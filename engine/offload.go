@@ -33,9 +33,10 @@ import (
 //   - Load: a request admitted with nothing computed looks up the chunks
 //     after its GPU prefix hit (get_num_new_matched_tokens: from the chunk
 //     holding the hit's end, consecutive ready chunks); with at least one,
-//     its prompt's blocks are allocated (all of them, as for a remote
-//     prefill: vLLM allocates the loaded ones only, which lets requests
-//     holding loaded KV fill the pool and deadlock), it waits as
+//     its prompt's blocks are allocated (all of them, with the lookahead
+//     slots of speculative decoding, as for a remote prefill: vLLM
+//     allocates the loaded ones only, which lets requests holding loaded
+//     KV fill the pool and deadlock), it waits as
 //     WAITING_FOR_REMOTE_KVS taking no budget, the chunks are pinned and read host-to-device, and it rejoins
 //     the head of the queue when they arrive, with those tokens computed
 //     (less the last prompt token, which is recomputed, as after a remote
@@ -355,12 +356,14 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	o := e.off
 	gpuTok := hitBlocks * e.cfg.BlockSize
 	e.delayCache = true
-	// The whole prompt's blocks, as for a remote prefill (vLLM allocates
-	// only the loaded ones, and the rest when the request is scheduled
-	// after the load; requests holding loaded KV can then fill the pool
-	// between them and wait for each other for ever).
+	// The whole prompt's blocks, as for a remote prefill, and the
+	// lookahead slots its first step after the load takes (vLLM allocates
+	// only the loaded ones, and the rest with the lookahead when the
+	// request is scheduled after the load; requests holding loaded KV can
+	// then fill the pool between them and wait for each other for ever).
+	e.look = e.spec.look
 	ok := e.allocateSlots(r, r.NumTokens()-gpuTok, hits, hitBlocks)
-	e.delayCache = false
+	e.delayCache, e.look = false, 0
 	if !ok {
 		return false
 	}

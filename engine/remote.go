@@ -37,14 +37,16 @@ import (
 // AddRemote admits a request whose prompt's KV will be read from a prefill
 // engine (kv_transfer_params do_remote_prefill), as Add does otherwise.
 func (e *Engine) AddRemote(r *Request, now time.Duration) bool {
-	// The prompt's blocks are allocated all at once in every KV cache group
-	// (a sliding window frees the ones it leaves only once the request
-	// runs), so a pool they cannot fit would hold the request for ever.
+	// The prompt's blocks, with the lookahead slots, are allocated all at
+	// once in every KV cache group (a sliding window frees the ones it
+	// leaves only once the request runs), so a pool they cannot fit would
+	// hold the request for ever.
 	groups := 1
 	if e.hybrid {
 		groups = len(e.hy.windows)
 	}
-	if need := cdiv(r.PromptLen, e.cfg.BlockSize) * groups; r.PromptLen >= 1 && need > e.pool.usable() {
+	slots := min(r.PromptLen+e.spec.look, e.cfg.MaxModelLen)
+	if need := cdiv(slots, e.cfg.BlockSize) * groups; r.PromptLen >= 1 && need > e.pool.usable() {
 		r.Arrived = now
 		return e.reject(r, fmt.Sprintf("kv_capacity: the prompt's KV from the prefill engine needs %d KV blocks at once, the pool has %d", need, e.pool.usable()))
 	}
@@ -56,18 +58,22 @@ func (e *Engine) AddRemote(r *Request, now time.Duration) bool {
 }
 
 // reserveRemote allocates r's prompt blocks beyond its local prefix-cache
-// hit, or reports that the pool is short.
+// hit, with the lookahead slots of its first step after the transfer
+// (speculative decoding; vLLM allocates those when it schedules that step,
+// which can leave requests holding received KV waiting for each other's
+// blocks for ever), or reports that the pool is short.
 func (e *Engine) reserveRemote(r *Request, now time.Duration) bool {
 	hits, hitBlocks := e.prefixHit(r) // nothing computed: r is new (AddRemote)
 	n := r.NumTokens() - hitBlocks*e.cfg.BlockSize
-	e.delayCache = true
+	e.delayCache, e.look = true, e.spec.look
 	ok := e.allocateSlots(r, n, hits, hitBlocks)
-	e.delayCache = false
+	e.delayCache, e.look = false, 0
 	if !ok {
 		return false
 	}
 	e.firstScheduled(r, now, hitBlocks*e.cfg.BlockSize)
-	r.TransferBlocks = len(r.kv.blocks) - hitBlocks
+	// The prompt's blocks are sent; the lookahead slots are not.
+	r.TransferBlocks = cdiv(r.NumTokens(), e.cfg.BlockSize) - hitBlocks
 	r.remote = remoteLoading
 	r.Status = StatusWaitingForRemoteKVs
 	e.loading = append(e.loading, r)

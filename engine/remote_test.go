@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"blis/kernel"
+	"blis/specdecode"
 	"blis/workload"
 )
 
@@ -101,9 +102,10 @@ func TestRemotePrefillWaitsForBlocks(t *testing.T) {
 // blocks, the KV arrives after a random delay, then the prefill copy's
 // blocks are freed — and checks both engines' blocks against every
 // request's references after every step, that no request is scheduled on
-// the decode engine before its KV arrived, and that nothing leaks.
+// the decode engine before its KV arrived, and that nothing leaks; some
+// trials decode speculatively.
 func TestRemotePrefillRandomisedInvariants(t *testing.T) {
-	for trial := 0; trial < 80; trial++ {
+	for trial := 0; trial < 120; trial++ {
 		rng := rand.New(rand.NewPCG(uint64(trial), 13))
 		bs := []int{1, 4, 16}[rng.IntN(3)]
 		mk := func() Config {
@@ -116,6 +118,11 @@ func TestRemotePrefillRandomisedInvariants(t *testing.T) {
 				kinds := []string{"s", "sf", "fs"}[trial/2%3]
 				c.KVCache = layout(1+trial%40, kinds)
 				c.NumGPUBlocks *= len(kinds)
+			}
+			if trial%3 == 2 { // speculative decoding: lookahead slots reserved with the prompt
+				k := 1 + trial%4
+				sched, _ := specdecode.FromRates([]float64{0.6, 0.4, 0.2, 0.1}[:k])
+				c.Spec = Speculation{NumTokens: k, Lookahead: trial%4 != 3, Acceptance: sched, Seed: uint64(trial), DropLastHitBlock: trial%5 < 3}
 			}
 			return c
 		}
@@ -219,6 +226,54 @@ func TestRemotePrefillRandomisedInvariants(t *testing.T) {
 		}
 		if p.HeldBlocks() != 0 || d.HeldBlocks() != 0 || p.Kept() != 0 || d.Loading() != 0 {
 			t.Fatalf("trial %d: leaked: prefill %d held %d kept; decode %d held %d loading", trial, p.HeldBlocks(), p.Kept(), d.HeldBlocks(), d.Loading())
+		}
+	}
+}
+
+// TestRemotePrefillReservesLookahead: with lookahead slots (speculative
+// decoding), a remote prefill's reservation also holds the slots its first
+// step takes, so it is admitted after the transfer without a block; the
+// blocks the prefill engine sends are still the prompt's.
+func TestRemotePrefillReservesLookahead(t *testing.T) {
+	d, _ := New(scfg(64, 4, 64, 4, []float64{0.5, 0.3, 0.1}, specdecode.Random, true))
+	var now time.Duration
+	r := req(1, 3, seg(7, 18))
+	d.AddRemote(r, now)
+	var b kernel.Batch
+	d.Schedule(now, &b)
+	// 18 prompt tokens + 3 lookahead slots = 21: 6 blocks of 4; 5 are sent.
+	if r.TransferBlocks != 5 || d.HeldBlocks() != 6 {
+		t.Fatalf("transfer %d blocks, held %d (want 5, 6)", r.TransferBlocks, d.HeldBlocks())
+	}
+	d.RemoteKVDone(r, now)
+	b, s := step(t, d, &now)
+	if b.PrefillTokens != 1 || len(s) != 1 || !s[0].First || d.HeldBlocks() != 6 || r.spec.drafts != 3 {
+		t.Fatalf("first step: %+v samples %+v held %d drafts %d", b, s, d.HeldBlocks(), r.spec.drafts)
+	}
+	for r.Status != StatusFinished {
+		step(t, d, &now)
+	}
+	if d.HeldBlocks() != 0 {
+		t.Fatalf("%d blocks held at the end", d.HeldBlocks())
+	}
+}
+
+// TestRemotePrefillRefusesWhatLookaheadCannotFit: in a hybrid model,
+// where a running request's sliding group holds few blocks but a remote
+// prefill's reservation takes the prompt's blocks in every group, a pool
+// that holds the prompt's blocks but not the lookahead slots reserved
+// with them refuses the remote prefill rather than hold it for ever.
+func TestRemotePrefillRefusesWhatLookaheadCannotFit(t *testing.T) {
+	for _, look := range []bool{false, true} {
+		c := scfg(4, 4, 1+11, 4, []float64{0.5, 0.3, 0.1}, specdecode.Random, look)
+		c.KVCache = layout(8, "sf")
+		d, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := req(1, 1, seg(7, 18)) // 5 blocks a group, 10 in all; 12 with 3 lookahead slots
+		if ok := d.AddRemote(r, 0); ok == look {
+			t.Errorf("lookahead %v: AddRemote %v (%s)", look, ok, r.RejectReason)
 		}
 	}
 }

@@ -37,6 +37,18 @@ type Speculation struct {
 	// (specdecode.Acceptance.ForK); Mode how it is sampled.
 	Acceptance specdecode.Schedule
 	Mode       specdecode.Mode
+	// DropLastHitBlock drops the last block of every prefix-cache hit, so
+	// the drafter recomputes the hidden state of the hit's last tokens,
+	// which an EAGLE-style head needs and the cache does not hold. vLLM
+	// passes use_eagle to the KV cache manager (kv_cache_manager.py
+	// get_computed_blocks → find_longest_cache_hit in
+	// single_type_kv_cache_manager.py): FullAttentionManager pops the last
+	// matched block, SlidingWindowManager asks for one more contiguous
+	// block and pops it. The caller sets it as vLLM's scheduler sets
+	// use_eagle, from SpeculativeConfig.use_eagle_block_drop() (vllm#53388):
+	// an EAGLE-style method (use_eagle(): eagle, eagle3, mtp of those BLIS
+	// simulates) without disable_eagle_block_drop. It needs NumTokens > 0.
+	DropLastHitBlock bool
 	// Seed and Stream name the engine's own acceptance stream: the caller
 	// gives every engine (every data-parallel rank) a distinct Stream, so
 	// ranks draw independently and a run is reproducible.
@@ -47,6 +59,8 @@ func (s Speculation) validate() error {
 	switch {
 	case s.NumTokens < 0 || s.NumTokens > specdecode.MaxPositions:
 		return fmt.Errorf("num_speculative_tokens %d (--speculative-config): BLIS simulates 0 to %d", s.NumTokens, specdecode.MaxPositions)
+	case s.DropLastHitBlock && s.NumTokens == 0:
+		return fmt.Errorf("the EAGLE prefix-hit block drop (disable_eagle_block_drop false in --speculative-config) needs num_speculative_tokens ≥ 1")
 	case s.NumTokens > 0 && s.Acceptance.K() != s.NumTokens:
 		return fmt.Errorf("acceptance schedule of %d positions for num_speculative_tokens %d (--spec-acceptance): resolve it for k with specdecode.Acceptance.ForK",
 			s.Acceptance.K(), s.NumTokens)
@@ -58,12 +72,13 @@ func (s Speculation) validate() error {
 // slots allocated for running requests, and the acceptance sampler.
 type specState struct {
 	k       int
-	look    int // lookahead slots for running requests (0 without Lookahead)
+	look    int  // lookahead slots for running requests (0 without Lookahead)
+	drop    bool // Speculation.DropLastHitBlock
 	sampler specdecode.Sampler
 }
 
 func newSpecState(c Speculation) specState {
-	s := specState{k: c.NumTokens}
+	s := specState{k: c.NumTokens, drop: c.DropLastHitBlock}
 	if c.NumTokens > 0 {
 		if c.Lookahead {
 			s.look = c.NumTokens

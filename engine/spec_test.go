@@ -309,7 +309,7 @@ func specRun(t *testing.T, trial int, seed, stream uint64, queue bool) (Stats, [
 		MaxModelLen:          512,
 		AsyncScheduling:      trial%3 == 0,
 		Spec: Speculation{NumTokens: k, Lookahead: rng.IntN(2) == 0, Acceptance: sched,
-			Mode: specdecode.Mode(rng.IntN(2)), Seed: seed, Stream: stream},
+			Mode: specdecode.Mode(rng.IntN(2)), Seed: seed, Stream: stream, DropLastHitBlock: trial%5 < 2},
 	}
 	if queue {
 		c.MaxConcurrentBatches = 2 + rng.IntN(3)
@@ -454,5 +454,69 @@ func TestStatsAdd(t *testing.T) {
 	}
 	if got := (Stats{}).SpecMeanAcceptanceLength(); got != 0 {
 		t.Errorf("no drafts: mean acceptance length %v, want 0", got)
+	}
+}
+
+// TestSpecEagleDropsLastHitBlock: with an EAGLE-style drafter
+// (DropLastHitBlock) a prefix-cache hit loses its last block, in a plain
+// model and in every hybrid layout (the sliding groups need one more
+// contiguous block and drop it), as vLLM's find_longest_cache_hit does
+// with use_eagle. A 24-token prompt caches 6 blocks of 4; a later prompt
+// extending it looks them up.
+func TestSpecEagleDropsLastHitBlock(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		groups      string // "" = a plain model
+		blocks      int
+		evict       int // tokens of a fresh-content prompt run in between
+		keep, eagle int // tokens cached without and with the drop
+	}{
+		{"plain", "", 21, 0, 24, 20},
+		{"hybrid", "sf", 21, 0, 24, 16},                // full hit 5 blocks; sliding run of 3 within, less 1
+		{"hybrid, tail evicted", "sf", 21, 20, 16, 12}, // blocks 0-3 cached in the sliding group
+		{"sliding only", "s", 15, 0, 24, 20},
+	} {
+		for _, drop := range []bool{false, true} {
+			c := scfg(256, 4, tc.blocks, 4, []float64{0.5, 0.3}, specdecode.Random, true)
+			c.Spec.DropLastHitBlock = drop
+			if tc.groups != "" {
+				c.KVCache = layout(8, tc.groups)
+			}
+			e, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var now time.Duration
+			run := func(r *Request) {
+				e.Add(r, now)
+				for e.HasWork() {
+					step(t, e, &now)
+				}
+			}
+			run(req(1, 1, seg(7, 24)))
+			if tc.evict > 0 {
+				run(req(2, 1, seg(8, tc.evict)))
+			}
+			b := req(3, 2, seg(7, 24), seg(9, 8))
+			e.Add(b, now)
+			step(t, e, &now)
+			want := tc.keep
+			if drop {
+				want = tc.eagle
+			}
+			if b.CachedTokens != want {
+				t.Errorf("%s, drop %v: cached %d tokens, want %d", tc.name, drop, b.CachedTokens, want)
+			}
+			checkBlocks(t, e, []*Request{b})
+		}
+	}
+}
+
+// TestSpecEagleDropNeedsSpeculation: the drop without a drafter is refused.
+func TestSpecEagleDropNeedsSpeculation(t *testing.T) {
+	c := cfg(256, 4, 64, 16)
+	c.Spec.DropLastHitBlock = true
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "disable_eagle_block_drop") {
+		t.Errorf("got %v", err)
 	}
 }
