@@ -84,7 +84,7 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	if blockBytes <= 0 {
 		return nil, &InputError{Msg: "KV offload: the memory plan has no KV bytes per token"}
 	}
-	bw := r.Chip.PCIeBW
+	bw := r.Chip.HostLinkBW
 	oc := &engine.OffloadConfig{
 		BlockBytes: int64(math.Ceil(blockBytes)), LinkBW: bw, LinkLatency: hostCopyLatency, Policy: kvtier.LRU,
 	}

@@ -126,8 +126,14 @@ func (p specPlan) engineSpec(seed int64) engine.Speculation {
 	if p.k == 0 {
 		return engine.Speculation{}
 	}
+	// vLLM drops a prefix-cache hit's last block for EAGLE-style
+	// proposers, whose drafter must recompute that block's hidden states
+	// (use_eagle_block_drop: eagle, eagle3, mtp, unless
+	// disable_eagle_block_drop).
+	eagle := p.method == "eagle" || p.method == "eagle3" || p.method == "mtp"
 	return engine.Speculation{
 		NumTokens: p.k, Lookahead: specdecode.LookaheadSlots(p.method),
 		Acceptance: p.sched, Mode: p.mode, Seed: uint64(seed),
+		DropLastHitBlock: eagle && !p.cfg.DisableEagleBlockDrop,
 	}
 }

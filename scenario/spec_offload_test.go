@@ -116,7 +116,7 @@ func TestOffloadResolves(t *testing.T) {
 		if o.Connector != tc.conn || o.BlocksPerChunk != tc.perChunk || o.CPUChunks != tc.chunks || o.Store != tc.store || o.Policy != tc.policy || len(o.Secondary) != tc.secondary {
 			t.Errorf("%s: got %+v", tc.name, *o)
 		}
-		if o.BlockBytes != int64(perToken*16) || o.LinkBW != r.Chip.PCIeBW {
+		if o.BlockBytes != int64(perToken*16) || o.LinkBW != r.Chip.HostLinkBW {
 			t.Errorf("%s: block bytes %d link %v", tc.name, o.BlockBytes, o.LinkBW)
 		}
 		if tc.secondary > 0 {
