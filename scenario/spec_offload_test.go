@@ -44,7 +44,7 @@ func TestSpeculationResolves(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		d, e := r.Deployment.Spec, r.Engine.Spec
-		if d.Method != tc.method || d.NumTokens != tc.k || e.NumTokens != tc.k || e.Lookahead != tc.lookhead {
+		if d.Method != tc.method || d.NumTokens != tc.k || e.NumTokens != tc.k || e.Lookahead != tc.lookhead || e.DropLastHitBlock != (tc.method == "eagle3") {
 			t.Errorf("%s: kernel %+v engine k %d lookahead %v", tc.name, d, e.NumTokens, e.Lookahead)
 		}
 		if got := e.Acceptance.MeanLength(); math.Abs(got-tc.meanLen) > 1e-6 {
