@@ -98,15 +98,22 @@ func parsePresets(text string) ([]Profile, error) {
 		}
 	}
 	var out []Profile
+	prevSource := ""
 	for n, r := range rows[1:] {
 		get := func(h string) string { return strings.TrimSpace(r[col[h]]) }
+		// A row citing "same file" shares the previous row's source.
+		source := get("source_url")
+		if source == "same file" {
+			source = prevSource
+		}
+		prevSource = source
 		k, err := strconv.Atoi(get("k_num_spec_tokens"))
 		if err != nil || k < 1 || k > MaxPositions {
 			continue
 		}
 		p := Profile{
 			Name: get("id"), Method: get("method"), TargetModel: get("target_model"), DraftModel: get("draft_model"),
-			K: k, Dataset: get("dataset"), Temperature: get("temperature"), Engine: get("engine_version"), Source: get("source_url"),
+			K: k, Dataset: get("dataset"), Temperature: get("temperature"), Engine: get("engine_version"), Source: source,
 		}
 		if pp := firstWindow(get("per_position")); pp != "" {
 			var u []float64

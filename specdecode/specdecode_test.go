@@ -429,3 +429,13 @@ func FuzzParseConfig(f *testing.F) {
 		c.SyntheticSchedule()
 	})
 }
+
+// TestPresetsCiteASource: every preset names the public thread or file its
+// numbers come from ("same file" rows inherit the row above's).
+func TestPresetsCiteASource(t *testing.T) {
+	for _, p := range Presets() {
+		if !strings.HasPrefix(p.Source, "https://") {
+			t.Errorf("preset %s: source %q is not a link", p.Name, p.Source)
+		}
+	}
+}
