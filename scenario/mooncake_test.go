@@ -216,3 +216,39 @@ func TestMooncakeAndDiskBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestMooncakeStoreSharedAcrossReplicas: under round-robin routing a
+// group's shared prompt reaches every replica; with a per-engine CPU tier
+// each replica first computes it itself (its own GPU cache serves the
+// repeats), while the Mooncake store one replica wrote serves the others'
+// first visits as external hits.
+func TestMooncakeStoreSharedAcrossReplicas(t *testing.T) {
+	base := Defaults()
+	base.Model, base.Hardware = "llama-3.1-8b", "h100"
+	base.Replicas = 4
+	base.Router = "round-robin"
+	base.MaxConcurrency = 4
+	base.DatasetName = "shared_prefix"
+	base.SharedPrefix.NumGroups = 6
+	base.SharedPrefix.NumPromptsPerGroup = 12
+	base.SharedPrefix.SystemPromptLen = 3000
+	base.SharedPrefix.QuestionLen = 200
+	base.SharedPrefix.OutputLen = 16
+
+	native, moon := base, base
+	native.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":8589934592}}`
+	moon.KVTransferConfig = mooncakeConn
+	moon.MooncakeConfig = `{"global_segment_size":"8GB"}`
+	nOut, nRes := runScenario(t, native)
+	mOut, mRes := runScenario(t, moon)
+	nh, mh := nOut.Engine.ExternalPrefixHits, mOut.Engine.ExternalPrefixHits
+	t.Logf("external hit tokens: CPU tier %d, Mooncake %d; mean TTFT %.1f vs %.1f ms", nh, mh, nRes.TTFT.Mean, mRes.TTFT.Mean)
+	// Each group's prompt is new to 3 of the 4 replicas after its first
+	// request: about 3 × 6 × 3000 tokens the store can serve.
+	if mh < 3*6*3000/2 || mh <= 2*nh {
+		t.Errorf("Mooncake external hits %d tokens, want most of %d and well above the CPU tier's %d", mh, 3*6*3000, nh)
+	}
+	if mRes.TTFT.Mean >= nRes.TTFT.Mean {
+		t.Errorf("Mooncake mean TTFT %.1f ms should beat the per-engine CPU tier's %.1f ms", mRes.TTFT.Mean, nRes.TTFT.Mean)
+	}
+}
