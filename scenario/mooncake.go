@@ -259,6 +259,9 @@ func (r *Resolved) resolveMooncake(conn *offloadConn) (*engine.OffloadConfig, er
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("INFO KV offload: MooncakeStoreConnector, a Mooncake store of %s per GPU worker (global_segment_size) = %d blocks of %d tokens per engine, one store shared by the pool's engines (replicas × %d blocks), LRU eviction; loads asynchronous, storing the prompt's blocks, over each GPU's NIC (%s, %.0f GB/s each way; every segment counted as remote)",
 		gibText(mc.GlobalSegmentSize), perEngine, bs, perEngine, mc.Protocol, bw/1e9))
+	if conn.role == "kv_consumer" {
+		r.Notes = append(r.Notes, "INFO --kv-transfer-config: MooncakeStoreConnector with kv_role kv_consumer skips its saves in vLLM; BLIS stores the prompt's blocks as for kv_both")
+	}
 	if mc.EnableOffload {
 		r.Notes = append(r.Notes, "INFO --mooncake-config: enable_offload (Mooncake's SSD tier) is accepted and not modelled")
 	}

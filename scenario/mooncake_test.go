@@ -252,3 +252,21 @@ func TestMooncakeStoreSharedAcrossReplicas(t *testing.T) {
 		t.Errorf("Mooncake mean TTFT %.1f ms should beat the per-engine CPU tier's %.1f ms", mRes.TTFT.Mean, nRes.TTFT.Mean)
 	}
 }
+
+func TestMooncakeNotes(t *testing.T) {
+	for _, tc := range []struct {
+		conn, config, want string
+	}{
+		{`{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_consumer"}`, `{}`, "kv_role kv_consumer"},
+		{mooncakeConn, `{"enable_offload":true}`, "enable_offload (Mooncake's SSD tier)"},
+		{`{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both","kv_connector_extra_config":{"cache_prefix":"a","replica_num":2}}`, `{}`, "not modelled: replica_num"},
+	} {
+		r, err := resolveWith(t, func(s *Scenario) { s.KVTransferConfig, s.MooncakeConfig = tc.conn, tc.config })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.conn, err)
+		}
+		if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, tc.want) {
+			t.Errorf("%s %s: notes %q, want %q", tc.conn, tc.config, notes, tc.want)
+		}
+	}
+}

@@ -37,6 +37,7 @@ import (
 type offloadConn struct {
 	kind  engine.OffloadConnector
 	name  string
+	role  string // kv_role (empty inside a MultiConnector that sets none)
 	extra map[string]any
 }
 

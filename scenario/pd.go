@@ -258,7 +258,7 @@ func (info *connectorInfo) add(flag string, data []byte, depth int) error {
 		if c.KVConnector == "LMCacheConnectorV1" {
 			kind = engine.OffloadLMCache
 		}
-		info.offload = &offloadConn{kind: kind, name: c.KVConnector, extra: c.KVConnectorExtra}
+		info.offload = &offloadConn{kind: kind, name: c.KVConnector, role: c.KVRole, extra: c.KVConnectorExtra}
 	case slices.Contains(offloadConnectors, c.KVConnector):
 		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s (KV offload to CPU or storage) is accepted and not modelled", c.KVConnector))
 	default:
