@@ -12,7 +12,7 @@ import (
 func (r *Resolved) ClientConfig() cluster.Config {
 	s := &r.Scenario
 	cfg := cluster.Config{
-		Engine: withStorage(r.Engine), Pricer: r.Pricer,
+		Engine: withStorage(r.Engine, max(s.DataParallelSize, 1)), Pricer: r.Pricer,
 		DataParallel: s.DataParallelSize, Lockstep: r.Model.IsMoE(),
 		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
 		WarmupRequestsPerLane: s.WarmupRequestsPerLane,

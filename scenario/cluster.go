@@ -156,7 +156,7 @@ func (r *Resolved) clusterPools() []cluster.Pool {
 		}
 		out[i] = cluster.Pool{
 			Name: p.Spec.Name, Replicas: p.Spec.Replicas, Role: role, Labels: p.Spec.Labels,
-			Engine: withStorage(p.Engine), Pricer: p.Pricer,
+			Engine: withStorage(p.Engine, p.Spec.Replicas*max(p.Scenario.DataParallelSize, 1)), Pricer: p.Pricer,
 			DataParallel: p.Scenario.DataParallelSize, Lockstep: p.Model.IsMoE(),
 			GPUs: max(p.Deployment.TP, 1) * max(p.Deployment.PP, 1),
 			// Every TP rank of every pipeline stage holds its shard of each

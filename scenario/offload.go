@@ -25,8 +25,10 @@ import (
 //     cpu_bytes_to_use or num_cpu_blocks, block_size or blocks_per_chunk,
 //     eviction_policy lru|arc, offload_prompt_only, spec_name
 //     TieringOffloadingSpec with secondary_tiers), LMCacheConnectorV1 (with
-//     --lmcache-max-local-cpu-size, LMCACHE_MAX_LOCAL_CPU_SIZE), or either
-//     inside a MultiConnector beside NIXL (llm-d's P/D prefill pods).
+//     --lmcache-max-local-cpu-size, LMCACHE_MAX_LOCAL_CPU_SIZE, and its local
+//     disk: --lmcache-max-local-disk-size, LMCACHE_MAX_LOCAL_DISK_SIZE),
+//     MooncakeStoreConnector (mooncake.go, --mooncake-config), or any of
+//     them inside a MultiConnector beside NIXL (llm-d's P/D prefill pods).
 //
 // Transfers to and from host memory use the chip's host link
 // (catalog.Chip.HostLinkBW: PCIe, NVLink-C2C on GB200) in each direction.
@@ -35,6 +37,7 @@ import (
 type offloadConn struct {
 	kind  engine.OffloadConnector
 	name  string
+	role  string // kv_role (empty inside a MultiConnector that sets none)
 	extra map[string]any
 }
 
@@ -73,9 +76,18 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), "GB per GPU worker: a number ≥ 0")
 	case s.LMCacheMaxLocalCPUSize > 0 && (conn == nil || conn.kind != engine.OffloadLMCache) && backend != "lmcache":
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
+	case s.LMCacheMaxLocalDiskSize < 0 || math.IsNaN(s.LMCacheMaxLocalDiskSize) || math.IsInf(s.LMCacheMaxLocalDiskSize, 0):
+		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), "GB of local disk per GPU worker: a number ≥ 0")
+	case s.LMCacheMaxLocalDiskSize > 0 && (conn == nil || conn.kind != engine.OffloadLMCache) && backend != "lmcache":
+		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
+	case s.MooncakeConfig != "" && (conn == nil || conn.name != mooncakeConnector):
+		return nil, bad("mooncake-config", s.MooncakeConfig, `needs '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}' in --kv-transfer-config`)
 	}
 	if size == 0 && conn == nil {
 		return nil, nil
+	}
+	if conn != nil && conn.name == mooncakeConnector {
+		return r.resolveMooncake(conn)
 	}
 	d := r.Deployment
 	world := float64(max(d.TP, 1) * max(d.PP, 1))
@@ -110,6 +122,13 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("INFO KV offload: LMCache, %g GB of CPU cache per GPU worker = %d chunks of %d tokens (%d tokens); loads and saves on the step, over %.0f GB/s",
 			gb, oc.CPUChunks, oc.BlocksPerChunk*bs, oc.CPUChunks*oc.BlocksPerChunk*bs, bw/1e9))
+		if s.LMCacheMaxLocalDiskSize > 0 {
+			disk, err := r.lmcacheDisk(blockBytes * float64(oc.BlocksPerChunk))
+			if err != nil {
+				return nil, err
+			}
+			oc.Secondary = append(oc.Secondary, disk)
+		}
 		return oc, nil
 	}
 	oc.Connector = engine.OffloadNative
@@ -260,7 +279,7 @@ func (r *Resolved) storageTier(kind string, oc *engine.OffloadConfig) (engine.Of
 	if spec == "" {
 		return engine.OffloadTier{}, bad("kv-offload-storage", "", "required with secondary_tiers ("+kind+"): the storage's capacity_gib, read_gbps, write_gbps and latency_ms, e.g. capacity_gib=4096,read_gbps=4,write_gbps=2,latency_ms=0.5")
 	}
-	st, err := parseStorage(spec)
+	st, err := parseStorage(spec, true)
 	if err != nil {
 		return engine.OffloadTier{}, bad("kv-offload-storage", spec, err.Error())
 	}
@@ -275,13 +294,20 @@ func (r *Resolved) storageTier(kind string, oc *engine.OffloadConfig) (engine.Of
 }
 
 // parseStorage reads capacity_gib=…,read_gbps=…,write_gbps=…,latency_ms=…
-// (every key required). Chunks holds the capacity in GiB for the caller
-// to turn into chunks.
-func parseStorage(s string) (engine.OffloadTier, error) {
-	want := []string{"capacity_gib", "read_gbps", "write_gbps", "latency_ms"}
+// (every key required; without capacity, capacity_gib is not allowed: the
+// tier is sized elsewhere). Chunks holds the capacity in GiB for the
+// caller to turn into chunks.
+func parseStorage(s string, capacity bool) (engine.OffloadTier, error) {
+	want := []string{"read_gbps", "write_gbps", "latency_ms"}
+	if capacity {
+		want = append([]string{"capacity_gib"}, want...)
+	}
 	got := map[string]float64{}
 	for _, part := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && k == "capacity_gib" && !capacity {
+			return engine.OffloadTier{}, fmt.Errorf("capacity_gib: LMCache's disk is sized by --lmcache-max-local-disk-size; give only read_gbps, write_gbps and latency_ms")
+		}
 		if !ok || !containsString(want, k) {
 			return engine.OffloadTier{}, fmt.Errorf("%q: want key=value with keys %s", part, strings.Join(want, ", "))
 		}
@@ -311,20 +337,59 @@ func containsString(xs []string, x string) bool {
 	return false
 }
 
-// withStorage gives one run's engines of a pool fresh secondary tiers
-// they share: a storage tier (a filesystem on a shared volume, a remote
-// store) is one for all the pool's replicas, its capacity and bandwidth
-// theirs together. The CPU tier stays each engine's own. A run must not
-// inherit the previous run's contents, so every run gets new ones.
-func withStorage(c engine.Config) engine.Config {
-	if c.Offload == nil || len(c.Offload.Secondary) == 0 {
+// lmcacheDiskTier names LMCache's local disk tier (LocalDiskBackend),
+// which each engine keeps for itself.
+const lmcacheDiskTier = "local_disk"
+
+// lmcacheDisk is LMCache's local disk tier behind its CPU cache
+// (LMCACHE_LOCAL_DISK with LMCACHE_MAX_LOCAL_DISK_SIZE, lmcache/v1/
+// storage_backend/local_disk_backend.py): every chunk put to the CPU cache
+// is written on to the disk too, and a chunk missing from the CPU cache is
+// read from the disk. The size is GB per worker, counted in GiB as the CPU
+// cache's; chunkBytes is one worker's shard of a chunk. The disk's
+// bandwidths and latency are --kv-offload-storage's, per worker.
+func (r *Resolved) lmcacheDisk(chunkBytes float64) (engine.OffloadTier, error) {
+	s := &r.Scenario
+	gb := s.LMCacheMaxLocalDiskSize
+	if s.KVOffloadStorage == "" {
+		return engine.OffloadTier{}, bad("kv-offload-storage", "", "required with --lmcache-max-local-disk-size: the disk's read_gbps, write_gbps and latency_ms per GPU worker, e.g. read_gbps=4,write_gbps=2,latency_ms=0.1")
+	}
+	st, err := parseStorage(s.KVOffloadStorage, false)
+	if err != nil {
+		return engine.OffloadTier{}, bad("kv-offload-storage", s.KVOffloadStorage, err.Error())
+	}
+	st.Name, st.Policy = lmcacheDiskTier, kvtier.LRU
+	st.Chunks = int(gb * (1 << 30) / chunkBytes)
+	if st.Chunks < 1 {
+		return engine.OffloadTier{}, bad("lmcache-max-local-disk-size", fmt.Sprint(gb), fmt.Sprintf("holds no %d-token chunk of %.0f bytes per GPU", lmcacheChunkTokens, chunkBytes))
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("INFO KV offload: LMCache's local disk, %g GB per GPU worker = %d chunks, written behind the CPU cache, read at %.1f GB/s and written at %.1f GB/s per worker",
+		gb, st.Chunks, st.ReadBW/1e9, st.WriteBW/1e9))
+	return st, nil
+}
+
+// withStorage gives one run's engines of a pool, engines of them, fresh
+// tiers they share: a storage tier (a filesystem on a shared volume, a
+// remote store) is one for all the pool's replicas, its capacity and
+// bandwidth theirs together, and a Mooncake store (pooledTier) is one of
+// every engine's segments together. The CPU tier and LMCache's local disk
+// stay each engine's own. A run must not inherit the previous run's
+// contents, so every run gets new ones.
+func withStorage(c engine.Config, engines int) engine.Config {
+	if c.Offload == nil {
 		return c
 	}
 	oc := *c.Offload
+	if p, ok := oc.CPU.(*pooledTier); ok {
+		tier, err := kvtier.New(p.perEngine*max(engines, 1), p.policy)
+		if err == nil {
+			oc.CPU = tier
+		}
+	}
 	oc.Secondary = append([]engine.OffloadTier(nil), oc.Secondary...)
 	for i := range oc.Secondary {
 		t := &oc.Secondary[i]
-		if t.Tier != nil {
+		if t.Tier != nil || t.Name == lmcacheDiskTier {
 			continue
 		}
 		tier, err := kvtier.New(t.Chunks, t.Policy)

@@ -192,7 +192,7 @@ type kvTransfer struct {
 // (v0.11), by what BLIS does with them.
 var (
 	pdConnectors      = []string{"NixlConnector", "P2pNcclConnector", "MooncakeConnector"}
-	offloadConnectors = []string{"LMCacheConnectorV1", "OffloadingConnector", "SharedStorageConnector", "LMCacheMPConnector"}
+	offloadConnectors = []string{"LMCacheConnectorV1", "OffloadingConnector", "MooncakeStoreConnector", "SharedStorageConnector", "LMCacheMPConnector"}
 )
 
 // connectorInfo is what a --kv-transfer-config means to BLIS: whether it
@@ -250,7 +250,7 @@ func (info *connectorInfo) add(flag string, data []byte, depth int) error {
 	case slices.Contains(pdConnectors, c.KVConnector):
 		info.pd = true
 		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s is simulated as NixlConnector's transfer (the decode engine reads the prompt's blocks after the prefill)", c.KVConnector))
-	case c.KVConnector == "OffloadingConnector" || c.KVConnector == "LMCacheConnectorV1":
+	case c.KVConnector == "OffloadingConnector" || c.KVConnector == "LMCacheConnectorV1" || c.KVConnector == mooncakeConnector:
 		if info.offload != nil {
 			return bad("kv-transfer-config", flag, "two offload connectors ("+info.offload.name+", "+c.KVConnector+"): vLLM's MultiConnector runs at most one that loads a request's KV")
 		}
@@ -258,7 +258,7 @@ func (info *connectorInfo) add(flag string, data []byte, depth int) error {
 		if c.KVConnector == "LMCacheConnectorV1" {
 			kind = engine.OffloadLMCache
 		}
-		info.offload = &offloadConn{kind: kind, name: c.KVConnector, extra: c.KVConnectorExtra}
+		info.offload = &offloadConn{kind: kind, name: c.KVConnector, role: c.KVRole, extra: c.KVConnectorExtra}
 	case slices.Contains(offloadConnectors, c.KVConnector):
 		info.notes = append(info.notes, fmt.Sprintf("INFO --kv-transfer-config: %s (KV offload to CPU or storage) is accepted and not modelled", c.KVConnector))
 	default:

@@ -63,7 +63,13 @@ type Scenario struct {
 	KVOffloadingSize       float64 // GiB over the replica's GPUs (0 = off)
 	KVOffloadingBackend    string  // native or lmcache
 	LMCacheMaxLocalCPUSize float64 // GB per TP rank (0 = LMCache's default)
-	KVOffloadStorage       string  // a secondary tier's capacity, bandwidths and latency (offload.go)
+	// LMCacheMaxLocalDiskSize is LMCache's local disk tier
+	// (LMCACHE_MAX_LOCAL_DISK_SIZE, GB per worker; 0 = none).
+	LMCacheMaxLocalDiskSize float64
+	// MooncakeConfig is mooncake_config.json's text (MOONCAKE_CONFIG_PATH)
+	// for a MooncakeStoreConnector (mooncake.go).
+	MooncakeConfig   string
+	KVOffloadStorage string // a secondary tier's capacity, bandwidths and latency (offload.go)
 
 	// vllm bench serve
 	DatasetName       string
@@ -348,7 +354,9 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "kv-offloading-size", Group: "serve", Value: floatValue{&s.KVOffloadingSize}, Usage: "GiB of CPU memory for offloaded KV blocks over the replica's GPUs (vLLM's cpu_bytes_to_use), with --kv-offloading-backend", Zero: "no offload"},
 		{Name: "kv-offloading-backend", Group: "serve", Value: stringValue{&s.KVOffloadingBackend}, Usage: "native (vLLM's OffloadingConnector) or lmcache (LMCacheConnectorV1)", Zero: "native"},
 		{Name: "lmcache-max-local-cpu-size", Group: "serve", Value: floatValue{&s.LMCacheMaxLocalCPUSize}, Usage: "LMCache's LMCACHE_MAX_LOCAL_CPU_SIZE: GB of CPU KV cache per GPU worker, for an LMCacheConnectorV1 in --kv-transfer-config", Zero: "LMCache's default, 5"},
-		{Name: "kv-offload-storage", Group: "serve", Value: stringValue{&s.KVOffloadStorage}, Usage: "BLIS: the storage behind an OffloadingConnector's secondary_tiers (TieringOffloadingSpec), which no vLLM setting states: capacity_gib=…,read_gbps=…,write_gbps=…,latency_ms=… (GB/s between it and host memory; one tier shared by the pool's replicas)", Zero: "required with secondary tiers"},
+		{Name: "lmcache-max-local-disk-size", Group: "serve", Value: floatValue{&s.LMCacheMaxLocalDiskSize}, Usage: "LMCache's LMCACHE_MAX_LOCAL_DISK_SIZE: GB of local disk KV cache per GPU worker behind its CPU cache (LMCACHE_LOCAL_DISK), its bandwidth from --kv-offload-storage", Zero: "no disk tier"},
+		{Name: "mooncake-config", Group: "serve", Value: stringValue{&s.MooncakeConfig}, Usage: `the mooncake_config.json text (MOONCAKE_CONFIG_PATH) for a MooncakeStoreConnector in --kv-transfer-config, e.g. '{"mode":"embedded","global_segment_size":"80GB","local_buffer_size":"4GB","protocol":"rdma"}': every GPU worker adds global_segment_size to one store the pool's replicas share, over each GPU's NIC`, Zero: "required with MooncakeStoreConnector"},
+		{Name: "kv-offload-storage", Group: "serve", Value: stringValue{&s.KVOffloadStorage}, Usage: "BLIS: the storage behind an OffloadingConnector's secondary_tiers (TieringOffloadingSpec) or LMCache's local disk, which no vLLM setting states: capacity_gib=…,read_gbps=…,write_gbps=…,latency_ms=… (GB/s between it and host memory; a secondary tier is one shared by the pool's replicas; LMCache's disk is each worker's, sized by --lmcache-max-local-disk-size, so no capacity_gib)", Zero: "required with secondary tiers or LMCache's disk"},
 		{Name: "moe-backend", Group: "serve", Value: stringValue{&s.MoEBackend}, Usage: "fused-MoE kernels as vLLM's environment forces them: auto, triton (VLLM_USE_FLASHINFER_MOE_FP8=0 VLLM_MOE_USE_DEEP_GEMM=0), flashinfer (VLLM_USE_FLASHINFER_MOE_FP8=1 / _MXFP4_BF16=1), flashinfer-mxfp8 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), marlin (VLLM_MXFP4_USE_MARLIN=1)"},
 
 		{Name: "dataset-name", Group: "bench", Value: stringValue{&s.DatasetName}, Usage: "workload: " + strings.Join(workload.DatasetNames(), ", "), Zero: "random, or --custom-dataset-type"},

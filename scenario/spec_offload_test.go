@@ -125,7 +125,7 @@ func TestOffloadResolves(t *testing.T) {
 				t.Errorf("%s: storage tier %+v, want %d chunks", tc.name, st, want)
 			}
 			// Each run gets one fresh storage tier its engines share.
-			a, b := withStorage(r.Engine), withStorage(r.Engine)
+			a, b := withStorage(r.Engine, 4), withStorage(r.Engine, 4)
 			if a.Offload.Secondary[0].Tier == nil || a.Offload.Secondary[0].Tier == b.Offload.Secondary[0].Tier || o.Secondary[0].Tier != nil {
 				t.Errorf("%s: storage tiers not fresh per run", tc.name)
 			}
@@ -179,7 +179,7 @@ func FuzzKVOffloadStorage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		st, err := parseStorage(s)
+		st, err := parseStorage(s, true)
 		if err == nil && (st.ReadBW <= 0 || st.WriteBW <= 0 || st.Latency < 0) {
 			t.Fatalf("%q accepted as %+v", s, st)
 		}
