@@ -492,11 +492,13 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		return // no room: vLLM logs "cannot store" and retries at the next fill
 	}
 	r.off.nextStore = full
-	o.cpu.Touch(e.chunkKeys(r, 0, full))
 	if len(stored) == 0 {
+		// vLLM's _get_reqs_to_store skips a request with nothing to store
+		// before touching its chunks.
 		o.recycle(stored)
 		return
 	}
+	o.cpu.Touch(e.chunkKeys(r, 0, full))
 	bytes := int64(len(stored)) * o.chunkBytes
 	e.stats.OffloadStores++
 	e.stats.OffloadStoredBytes += bytes
