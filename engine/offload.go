@@ -155,10 +155,11 @@ func (o *OffloadConfig) validate(c Config) error {
 
 // offReq is a request's offload state.
 type offReq struct {
-	nextStore int    // next chunk to store (vLLM's _next_stored_block_idx)
-	tracker   int32  // its store tracker + 1 (0: none)
-	loadID    uint64 // its load in flight (0: none)
-	loadTok   int    // tokens that load brings
+	nextStore int        // next chunk to store (vLLM's _next_stored_block_idx)
+	tracker   int32      // its store tracker + 1 (0: none)
+	loadID    uint64     // its load in flight (0: none)
+	loadTok   int        // tokens that load brings
+	run       kvtier.Run // its chunks' stretch in the CPU tier (TouchRun)
 }
 
 // job is one transfer in flight: chunks hs, done at done.
@@ -287,10 +288,14 @@ func (o *offload) recycle(h []uint64) {
 	}
 }
 
-// chunkKeys sets o.keys to the hashes of r's chunks [from, to).
+// chunkKeys is the hashes of r's chunks [from, to), in o.keys or, with
+// one-block chunks, in r's block hashes; callers must not keep or change it.
 func (e *Engine) chunkKeys(r *Request, from, to int) []uint64 {
 	o, bpc := e.off, e.off.cfg.BlocksPerChunk
 	r.extendHashes(to*o.chunkTok, e.cfg.BlockSize)
+	if bpc == 1 {
+		return r.hashes[from:to:to] // a chunk is a block: its hashes as they are
+	}
 	o.keys = o.keys[:0]
 	for k := from; k < to; k++ {
 		o.keys = append(o.keys, r.hashes[(k+1)*bpc-1])
@@ -498,7 +503,7 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		o.recycle(stored)
 		return
 	}
-	o.cpu.Touch(e.chunkKeys(r, 0, full))
+	o.cpu.TouchRun(&r.off.run, e.chunkKeys(r, 0, full))
 	bytes := int64(len(stored)) * o.chunkBytes
 	e.stats.OffloadStores++
 	e.stats.OffloadStoredBytes += bytes
@@ -550,6 +555,7 @@ func (e *Engine) offloadHold(r *Request) bool {
 	if r.off.loadID != 0 {
 		r.off.loadID = 0 // the load still completes, for nobody
 	}
+	o.cpu.ReleaseRun(&r.off.run)
 	if r.off.tracker == 0 {
 		return false
 	}
