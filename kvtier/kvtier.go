@@ -316,10 +316,10 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 	c.boundGhosts()
 	out := base
 	for _, h := range dst[base:] {
-		if c.Contains(h) {
+		i, ok := c.index.get(h)
+		if ok && c.resident(i) {
 			continue // a duplicate in hs
 		}
-		i, ok := c.index.get(h)
 		if ok {
 			c.unlink(i) // a ghost entry comes back
 		} else {

@@ -456,3 +456,55 @@ func TestTouchRunMatchesTouch(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTierRequests is the CPU tier under a native connector's
+// decode-time stores: 256 requests at once, each filling 80 chunks one at a
+// time, each store touching the request's whole prefix, in a full LRU tier
+// of 51,200 chunks (100 GiB of Llama-3.1-8B's 2 MiB blocks). One op is one
+// chunk stored (reserve, evict, touch, complete).
+//
+//	go test ./kvtier -run x -bench Requests -benchmem
+func BenchmarkTierRequests(b *testing.B) {
+	for _, mode := range []string{"Touch", "TouchRun"} {
+		b.Run(mode, func(b *testing.B) {
+			const capacity, conc, chunks = 51_200, 256, 80
+			c, _ := New(capacity, LRU)
+			type req struct {
+				hs  [chunks]uint64
+				n   int
+				run Run
+			}
+			reqs := make([]req, conc)
+			seq := uint64(0)
+			start := func(r *req) {
+				c.ReleaseRun(&r.run)
+				r.n = 0
+				for k := range r.hs {
+					seq++
+					r.hs[k] = seq * 0x9e3779b97f4a7c15
+				}
+			}
+			for i := range reqs {
+				start(&reqs[i])
+				reqs[i].n = i % chunks // staggered
+			}
+			var dst []uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := &reqs[i%conc]
+				if r.n == chunks {
+					start(r)
+				}
+				dst, _, _ = c.PrepareStore(r.hs[r.n:r.n+1], dst[:0])
+				r.n++
+				if mode == "Touch" {
+					c.Touch(r.hs[:r.n])
+				} else {
+					c.TouchRun(&r.run, r.hs[:r.n])
+				}
+				c.CompleteStore(dst)
+			}
+		})
+	}
+}
