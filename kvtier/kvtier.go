@@ -18,7 +18,10 @@
 //
 // Every operation is O(1) per chunk and allocates nothing: the entries are
 // preallocated slots on intrusive doubly linked lists, indexed by an
-// open-addressing hash table.
+// open-addressing hash table (with a small memo of recently reserved
+// chunks in front). TouchRun touches a request's growing prefix in time
+// proportional to its new chunks, not to the prefix, as long as the
+// prefix's chunks have not moved since its last touch.
 package kvtier
 
 import (
@@ -131,6 +134,24 @@ type Cache struct {
 	runs     []runRec
 	freeRuns []int32
 	scratch  []int32
+	// memo remembers the slot of the hash last reserved in each of its
+	// cells (plus one; 0: none): a request's chunks are looked up again
+	// when touched and when their stores complete, and the memo (small
+	// enough to stay in cache) finds them without probing the index.
+	memo     []int32
+	memoMask uint64
+}
+
+// memoMax is the most cells a memo has (64 KiB).
+const memoMax = 1 << 14
+
+// find is index.get(h): the memo's slot when it holds h (a slot in use
+// holding h is the one the index maps h to), else the index's.
+func (c *Cache) find(h uint64) (int32, bool) {
+	if i := c.memo[h&c.memoMask] - 1; i >= 0 && c.slots[i].hash == h && c.slots[i].list != listFree {
+		return i, true
+	}
+	return c.index.get(h)
 }
 
 // New makes a tier of capacity chunks (≥ 1).
@@ -146,6 +167,8 @@ func New(capacity int, p Policy) (*Cache, error) {
 		n = 3 * capacity // T1+T2 ≤ c, B1 ≤ c, B2 ≤ c
 	}
 	c := &Cache{policy: p, capacity: capacity, slots: make([]slot, n), index: newTable(n)}
+	m := min(1<<bits.Len(uint(n-1)), memoMax)
+	c.memo, c.memoMask = make([]int32, m), uint64(m-1)
 	for i := range c.lists {
 		c.lists[i] = list{-1, -1, 0}
 	}
@@ -170,7 +193,7 @@ func (c *Cache) PinnedChunks() int { return c.pinned }
 
 // Contains reports whether h is stored or being stored.
 func (c *Cache) Contains(h uint64) bool {
-	i, ok := c.index.get(h)
+	i, ok := c.find(h)
 	return ok && c.resident(i)
 }
 
@@ -181,13 +204,13 @@ func (c *Cache) resident(i int32) bool {
 
 // Ready reports whether h is stored and readable.
 func (c *Cache) Ready(h uint64) bool {
-	i, ok := c.index.get(h)
+	i, ok := c.find(h)
 	return ok && c.resident(i) && c.slots[i].ref >= 0
 }
 
 // Pinned reports whether h is held by a load or a store in progress.
 func (c *Cache) Pinned(h uint64) bool {
-	i, ok := c.index.get(h)
+	i, ok := c.find(h)
 	return ok && c.resident(i) && c.slots[i].ref != 0
 }
 
@@ -244,7 +267,7 @@ func (c *Cache) Lookup(hs []uint64) int {
 // Touch marks hs used, last to first.
 func (c *Cache) Touch(hs []uint64) {
 	for k := len(hs) - 1; k >= 0; k-- {
-		i, ok := c.index.get(hs[k])
+		i, ok := c.find(hs[k])
 		if !ok {
 			continue
 		}
@@ -271,7 +294,7 @@ func (c *Cache) Touch(hs []uint64) {
 // PrepareLoad pins hs for reading.
 func (c *Cache) PrepareLoad(hs []uint64) {
 	for _, h := range hs {
-		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref >= 0 {
+		if i, ok := c.find(h); ok && c.resident(i) && c.slots[i].ref >= 0 {
 			if c.slots[i].ref == 0 {
 				c.pinned++
 			}
@@ -283,7 +306,7 @@ func (c *Cache) PrepareLoad(hs []uint64) {
 // CompleteLoad unpins hs.
 func (c *Cache) CompleteLoad(hs []uint64) {
 	for _, h := range hs {
-		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref > 0 {
+		if i, ok := c.find(h); ok && c.resident(i) && c.slots[i].ref > 0 {
 			c.slots[i].ref--
 			if c.slots[i].ref == 0 {
 				c.pinned--
@@ -316,7 +339,7 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 	c.boundGhosts()
 	out := base
 	for _, h := range dst[base:] {
-		i, ok := c.index.get(h)
+		i, ok := c.find(h)
 		if ok && c.resident(i) {
 			continue // a duplicate in hs
 		}
@@ -330,6 +353,7 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 			c.unlink(i)
 			c.slots[i].hash = h
 			c.index.put(h, i)
+			c.memo[h&c.memoMask] = i + 1
 		}
 		c.slots[i].ref = -1
 		c.pinned++
@@ -412,7 +436,7 @@ func (c *Cache) dropGhost() int32 {
 // CompleteStore makes reserved chunks readable.
 func (c *Cache) CompleteStore(hs []uint64) {
 	for _, h := range hs {
-		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref < 0 {
+		if i, ok := c.find(h); ok && c.resident(i) && c.slots[i].ref < 0 {
 			c.slots[i].ref = 0
 			c.pinned--
 		}
@@ -554,7 +578,7 @@ func (c *Cache) TouchRun(run *Run, hs []uint64) {
 		c.scratch = c.scratch[:0]
 		fast := true
 		for k := len(hs) - 1; k >= m; k-- {
-			i, ok := c.index.get(hs[k])
+			i, ok := c.find(hs[k])
 			if !ok || (c.slots[i].run == id && c.slots[i].runGen == gen) {
 				fast = false
 				break
