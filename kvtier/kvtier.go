@@ -135,21 +135,24 @@ type Cache struct {
 	freeRuns []int32
 	scratch  []int32
 	// memo remembers the slot of the hash last reserved in each of its
-	// cells (plus one; 0: none): a request's chunks are looked up again
-	// when touched and when their stores complete, and the memo (small
-	// enough to stay in cache) finds them without probing the index.
-	memo     []int32
+	// cells (the hash's top 32 bits, then the slot plus one; 0: none): a
+	// request's chunks are looked up again when touched and when their
+	// stores complete, and the memo (small enough to stay in cache) finds
+	// them without probing the index.
+	memo     []uint64
 	memoMask uint64
 }
 
-// memoMax is the most cells a memo has (64 KiB).
+// memoMax is the most cells a memo has (128 KiB).
 const memoMax = 1 << 14
 
 // find is index.get(h): the memo's slot when it holds h (a slot in use
 // holding h is the one the index maps h to), else the index's.
 func (c *Cache) find(h uint64) (int32, bool) {
-	if i := c.memo[h&c.memoMask] - 1; i >= 0 && c.slots[i].hash == h && c.slots[i].list != listFree {
-		return i, true
+	if m := c.memo[h&c.memoMask]; m>>32 == h>>32 && uint32(m) != 0 {
+		if i := int32(uint32(m)) - 1; c.slots[i].hash == h && c.slots[i].list != listFree {
+			return i, true
+		}
 	}
 	return c.index.get(h)
 }
@@ -168,7 +171,7 @@ func New(capacity int, p Policy) (*Cache, error) {
 	}
 	c := &Cache{policy: p, capacity: capacity, slots: make([]slot, n), index: newTable(n)}
 	m := min(1<<bits.Len(uint(n-1)), memoMax)
-	c.memo, c.memoMask = make([]int32, m), uint64(m-1)
+	c.memo, c.memoMask = make([]uint64, m), uint64(m-1)
 	for i := range c.lists {
 		c.lists[i] = list{-1, -1, 0}
 	}
@@ -353,7 +356,7 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 			c.unlink(i)
 			c.slots[i].hash = h
 			c.index.put(h, i)
-			c.memo[h&c.memoMask] = i + 1
+			c.memo[h&c.memoMask] = h>>32<<32 | uint64(uint32(i+1))
 		}
 		c.slots[i].ref = -1
 		c.pinned++
