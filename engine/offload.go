@@ -373,7 +373,7 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 		return false
 	}
 	start, end := gpuTok/o.chunkTok, (gpuTok+ext)/o.chunkTok
-	e.offloadAdmitted(r, now, gpuTok, ext)
+	e.offloadAdmitted(r, now, gpuTok, ext, true)
 	r.Status = StatusWaitingForRemoteKVs
 	e.loading = append(e.loading, r)
 	o.seq++
@@ -462,12 +462,15 @@ func (e *Engine) offloadStep(now time.Duration) {
 }
 
 // offloadAdmitted records r's admission at now with gpuTok tokens from
-// the GPU prefix cache and ext from the tiers: the external lookup (vLLM's
-// connector_prefix_cache_stats) and, the first time, its scheduling, with
-// both counted as cached (vLLM's num_cached_tokens; the GPU prefix-cache
-// statistics count the GPU's hit only).
-func (e *Engine) offloadAdmitted(r *Request, now time.Duration, gpuTok, ext int) {
-	if !e.unlisted(r) {
+// the GPU prefix cache and ext from the tiers: the external lookup, when
+// r was admitted with nothing computed (vLLM's scheduler records
+// connector_prefix_cache_stats only then, so not again when a request
+// whose KV was loaded rejoins the queue; a private request counts too,
+// with no hit, though BLIS skips its lookup), and, the first time, its
+// scheduling, with both counted as cached (vLLM's num_cached_tokens; the
+// GPU prefix-cache statistics count the GPU's hit only).
+func (e *Engine) offloadAdmitted(r *Request, now time.Duration, gpuTok, ext int, looked bool) {
+	if looked {
 		e.stats.ExternalPrefixQueries += int64(r.NumTokens())
 		e.stats.ExternalPrefixHits += int64(ext)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,32 @@ func TestOffloadGolden(t *testing.T) {
 		if got[i] != wl[i] {
 			t.Errorf("trial digest %q, golden %q", got[i], wl[i])
 		}
+	}
+}
+
+// TestOffloadPrivateSameAsUnmarked: requests that share no content give the
+// same output whether marked Private (their chunks skip the lookups that
+// cannot find them) or not.
+func TestOffloadPrivateSameAsUnmarked(t *testing.T) {
+	for trial := 0; trial < 300; trial++ {
+		s1, o1 := specOffloadRunContent(t, trial, unique)
+		s2, o2 := specOffloadRunContent(t, trial, uniquePrivate)
+		if s1 != s2 || !slices.Equal(o1, o2) {
+			t.Fatalf("trial %d: Private changes the output:\n%+v\n%+v", trial, s1, s2)
+		}
+	}
+}
+
+// TestOffloadQueriesCountedOnce: each request is looked up once, when
+// admitted with nothing computed; the one whose KV the connector loads is
+// not counted again when it rejoins the queue with the loaded tokens
+// computed (vLLM records connector_prefix_cache_stats at the lookup only).
+func TestOffloadQueriesCountedOnce(t *testing.T) {
+	_, st := reload(t, offCfg(64), 140)
+	if st.OffloadLoads != 1 {
+		t.Fatalf("%d loads, want 1", st.OffloadLoads)
+	}
+	if want := int64(3*1024 + 1040); st.ExternalPrefixQueries != want || st.ExternalPrefixHits == 0 {
+		t.Errorf("external queries %d (hits %d), want %d tokens, one lookup per request", st.ExternalPrefixQueries, st.ExternalPrefixHits, want)
 	}
 }
