@@ -493,7 +493,17 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		return
 	}
 	keys := e.chunkKeys(r, r.off.nextStore, full)
-	stored, ev, ok := o.cpu.PrepareStore(keys, o.hashes())
+	var stored []uint64
+	var ev int
+	var ok bool
+	if r.Private && o.cfg.CPU == nil {
+		// No other request has these chunks (Private), and r has not
+		// stored them (nextStore only grows): the engine's own tier
+		// cannot hold them.
+		stored, ev, ok = o.cpu.PrepareStoreFresh(keys, o.hashes())
+	} else {
+		stored, ev, ok = o.cpu.PrepareStore(keys, o.hashes())
+	}
 	e.stats.OffloadTierEvictions += int64(ev)
 	if !ok {
 		o.recycle(stored)

@@ -78,6 +78,11 @@ type Tier interface {
 	// little room. Reserved chunks are neither readable nor evictable
 	// until CompleteStore.
 	PrepareStore(hs []uint64, dst []uint64) (stored []uint64, evicted int, ok bool)
+	// PrepareStoreFresh is PrepareStore for distinct chunks the caller
+	// knows the tier has never held or has forgotten (not even as ARC
+	// ghosts): a private request's chunks it has not stored before. It
+	// skips looking them up.
+	PrepareStoreFresh(hs []uint64, dst []uint64) (stored []uint64, evicted int, ok bool)
 	// CompleteStore makes chunks PrepareStore reserved readable.
 	CompleteStore(hs []uint64)
 	// TouchRun is Touch(hs) for a caller that touches a growing prefix
@@ -322,10 +327,23 @@ func (c *Cache) CompleteLoad(hs []uint64) {
 // vLLM, the chunks to store are chosen before evicting, so an eviction
 // may take a chunk of hs that was already stored.
 func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
+	return c.prepareStore(hs, dst, false)
+}
+
+// PrepareStoreFresh is PrepareStore for chunks not in the tier at all.
+func (c *Cache) PrepareStoreFresh(hs []uint64, dst []uint64) ([]uint64, int, bool) {
+	return c.prepareStore(hs, dst, true)
+}
+
+func (c *Cache) prepareStore(hs []uint64, dst []uint64, fresh bool) ([]uint64, int, bool) {
 	base := len(dst)
-	for _, h := range hs {
-		if !c.Contains(h) {
-			dst = append(dst, h)
+	if fresh {
+		dst = append(dst, hs...)
+	} else {
+		for _, h := range hs {
+			if !c.Contains(h) {
+				dst = append(dst, h)
+			}
 		}
 	}
 	need := len(dst) - base
@@ -342,7 +360,11 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 	c.boundGhosts()
 	out := base
 	for _, h := range dst[base:] {
-		i, ok := c.find(h)
+		var i int32
+		var ok bool
+		if !fresh {
+			i, ok = c.find(h)
+		}
 		if ok && c.resident(i) {
 			continue // a duplicate in hs
 		}
