@@ -190,8 +190,8 @@ func specOffloadRunContent(t *testing.T, trial, content int) (Stats, []int64) {
 	if e.HeldBlocks() != 0 {
 		t.Fatalf("trial %d: %d blocks held at the end", trial, e.HeldBlocks())
 	}
-	if p := e.CPUTier().(*kvtier.Cache); p.Len() > p.Capacity() || p.PinnedChunks() != 0 {
-		t.Fatalf("trial %d: CPU tier holds %d of %d, %d pinned with no transfer left", trial, p.Len(), p.Capacity(), p.PinnedChunks())
+	if p := e.CPUTier().(*kvtier.Cache); p.Len() > p.Capacity() || p.PinnedChunks() != 0 || p.LiveRuns() != 0 {
+		t.Fatalf("trial %d: CPU tier holds %d of %d, %d pinned, %d runs held with no transfer or request left", trial, p.Len(), p.Capacity(), p.PinnedChunks(), p.LiveRuns())
 	}
 	return e.Stats(), out
 }

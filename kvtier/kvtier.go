@@ -576,6 +576,9 @@ func (c *Cache) rec(run *Run) *runRec {
 	return nil
 }
 
+// LiveRuns counts the runs handed out by TouchRun and not released.
+func (c *Cache) LiveRuns() int { return len(c.runs) - len(c.freeRuns) }
+
 // ReleaseRun lets go of run.
 func (c *Cache) ReleaseRun(run *Run) {
 	if r := c.rec(run); r != nil {
