@@ -491,6 +491,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			// KV offloading (offload.go): the connector's hit after the
 			// GPU's, loaded in the step or, asynchronously, before it.
 			ext, how, fromSec := 0, offNone, 0
+			looked := r.NumComputed == 0 // the connector looks r up (offloadAdmitted)
 			if e.off != nil && !e.unlisted(r) {
 				ext, how, fromSec = e.offloadLookup(r, hitTokens)
 				if how == offWait {
@@ -528,7 +529,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 				e.offloadInStep(r, hitTokens, ext, fromSec)
 			}
 			if e.off != nil {
-				e.offloadAdmitted(r, now, hitTokens, ext)
+				e.offloadAdmitted(r, now, hitTokens, ext, looked)
 			} else {
 				e.firstScheduled(r, now, hitTokens)
 			}

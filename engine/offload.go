@@ -155,10 +155,11 @@ func (o *OffloadConfig) validate(c Config) error {
 
 // offReq is a request's offload state.
 type offReq struct {
-	nextStore int    // next chunk to store (vLLM's _next_stored_block_idx)
-	tracker   int32  // its store tracker + 1 (0: none)
-	loadID    uint64 // its load in flight (0: none)
-	loadTok   int    // tokens that load brings
+	nextStore int        // next chunk to store (vLLM's _next_stored_block_idx)
+	tracker   int32      // its store tracker + 1 (0: none)
+	loadID    uint64     // its load in flight (0: none)
+	loadTok   int        // tokens that load brings
+	run       kvtier.Run // its chunks' stretch in the CPU tier (TouchRun)
 }
 
 // job is one transfer in flight: chunks hs, done at done.
@@ -287,10 +288,14 @@ func (o *offload) recycle(h []uint64) {
 	}
 }
 
-// chunkKeys sets o.keys to the hashes of r's chunks [from, to).
+// chunkKeys is the hashes of r's chunks [from, to), in o.keys or, with
+// one-block chunks, in r's block hashes; callers must not keep or change it.
 func (e *Engine) chunkKeys(r *Request, from, to int) []uint64 {
 	o, bpc := e.off, e.off.cfg.BlocksPerChunk
 	r.extendHashes(to*o.chunkTok, e.cfg.BlockSize)
+	if bpc == 1 {
+		return r.hashes[from:to:to] // a chunk is a block: its hashes as they are
+	}
 	o.keys = o.keys[:0]
 	for k := from; k < to; k++ {
 		o.keys = append(o.keys, r.hashes[(k+1)*bpc-1])
@@ -368,7 +373,7 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 		return false
 	}
 	start, end := gpuTok/o.chunkTok, (gpuTok+ext)/o.chunkTok
-	e.offloadAdmitted(r, now, gpuTok, ext)
+	e.offloadAdmitted(r, now, gpuTok, ext, true)
 	r.Status = StatusWaitingForRemoteKVs
 	e.loading = append(e.loading, r)
 	o.seq++
@@ -457,12 +462,15 @@ func (e *Engine) offloadStep(now time.Duration) {
 }
 
 // offloadAdmitted records r's admission at now with gpuTok tokens from
-// the GPU prefix cache and ext from the tiers: the external lookup (vLLM's
-// connector_prefix_cache_stats) and, the first time, its scheduling, with
-// both counted as cached (vLLM's num_cached_tokens; the GPU prefix-cache
-// statistics count the GPU's hit only).
-func (e *Engine) offloadAdmitted(r *Request, now time.Duration, gpuTok, ext int) {
-	if !e.unlisted(r) {
+// the GPU prefix cache and ext from the tiers: the external lookup, when
+// r was admitted with nothing computed (vLLM's scheduler records
+// connector_prefix_cache_stats only then, so not again when a request
+// whose KV was loaded rejoins the queue; a private request counts too,
+// with no hit, though BLIS skips its lookup), and, the first time, its
+// scheduling, with both counted as cached (vLLM's num_cached_tokens; the
+// GPU prefix-cache statistics count the GPU's hit only).
+func (e *Engine) offloadAdmitted(r *Request, now time.Duration, gpuTok, ext int, looked bool) {
+	if looked {
 		e.stats.ExternalPrefixQueries += int64(r.NumTokens())
 		e.stats.ExternalPrefixHits += int64(ext)
 	}
@@ -485,18 +493,30 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		return
 	}
 	keys := e.chunkKeys(r, r.off.nextStore, full)
-	stored, ev, ok := o.cpu.PrepareStore(keys, o.hashes())
+	var stored []uint64
+	var ev int
+	var ok bool
+	if r.Private && o.cfg.CPU == nil {
+		// No other request has these chunks (Private), and r has not
+		// stored them (nextStore only grows): the engine's own tier
+		// cannot hold them.
+		stored, ev, ok = o.cpu.PrepareStoreFresh(keys, o.hashes())
+	} else {
+		stored, ev, ok = o.cpu.PrepareStore(keys, o.hashes())
+	}
 	e.stats.OffloadTierEvictions += int64(ev)
 	if !ok {
 		o.recycle(stored)
 		return // no room: vLLM logs "cannot store" and retries at the next fill
 	}
 	r.off.nextStore = full
-	o.cpu.Touch(e.chunkKeys(r, 0, full))
 	if len(stored) == 0 {
+		// vLLM's _get_reqs_to_store skips a request with nothing to store
+		// before touching its chunks.
 		o.recycle(stored)
 		return
 	}
+	o.cpu.TouchRun(&r.off.run, e.chunkKeys(r, 0, full))
 	bytes := int64(len(stored)) * o.chunkBytes
 	e.stats.OffloadStores++
 	e.stats.OffloadStoredBytes += bytes
@@ -548,6 +568,7 @@ func (e *Engine) offloadHold(r *Request) bool {
 	if r.off.loadID != 0 {
 		r.off.loadID = 0 // the load still completes, for nobody
 	}
+	o.cpu.ReleaseRun(&r.off.run)
 	if r.off.tracker == 0 {
 		return false
 	}

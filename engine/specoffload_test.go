@@ -25,6 +25,20 @@ import (
 // observable output.
 func specOffloadRun(t *testing.T, trial int) (Stats, []int64) {
 	t.Helper()
+	return specOffloadRunContent(t, trial, shareSome)
+}
+
+// Content of specOffloadRunContent's requests.
+const (
+	shareSome     = iota // two in three start with one of three shared prefixes
+	unique               // no two share content, not marked Private
+	uniquePrivate        // no two share content, marked Private
+)
+
+// specOffloadRunContent is specOffloadRun with the requests' content
+// shared or unique.
+func specOffloadRunContent(t *testing.T, trial, content int) (Stats, []int64) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(trial), 15))
 	bs := []int{1, 4, 16}[rng.IntN(3)]
 	k := 1 + rng.IntN(5)
@@ -62,10 +76,15 @@ func specOffloadRun(t *testing.T, trial int) (Stats, []int64) {
 	for i := range reqs {
 		segs := []workload.Segment{}
 		if rng.IntN(3) != 0 {
-			segs = append(segs, seg(uint64(1+rng.IntN(3)), 1+rng.IntN(200)))
+			id := uint64(1 + rng.IntN(3))
+			if content != shareSome {
+				id = 1<<40 + uint64(i)
+			}
+			segs = append(segs, seg(id, 1+rng.IntN(200)))
 		}
 		segs = append(segs, seg(uint64(1000+i), 1+rng.IntN(150)))
 		reqs[i] = req(int64(i), 1+rng.IntN(60), segs...)
+		reqs[i].Private = content == uniquePrivate
 	}
 	var out []int64
 	ended := map[int64]int{}
@@ -171,8 +190,8 @@ func specOffloadRun(t *testing.T, trial int) (Stats, []int64) {
 	if e.HeldBlocks() != 0 {
 		t.Fatalf("trial %d: %d blocks held at the end", trial, e.HeldBlocks())
 	}
-	if p := e.CPUTier().(*kvtier.Cache); p.Len() > p.Capacity() || p.PinnedChunks() != 0 {
-		t.Fatalf("trial %d: CPU tier holds %d of %d, %d pinned with no transfer left", trial, p.Len(), p.Capacity(), p.PinnedChunks())
+	if p := e.CPUTier().(*kvtier.Cache); p.Len() > p.Capacity() || p.PinnedChunks() != 0 || p.LiveRuns() != 0 {
+		t.Fatalf("trial %d: CPU tier holds %d of %d, %d pinned, %d runs held with no transfer or request left", trial, p.Len(), p.Capacity(), p.PinnedChunks(), p.LiveRuns())
 	}
 	return e.Stats(), out
 }

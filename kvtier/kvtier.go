@@ -18,7 +18,10 @@
 //
 // Every operation is O(1) per chunk and allocates nothing: the entries are
 // preallocated slots on intrusive doubly linked lists, indexed by an
-// open-addressing hash table.
+// open-addressing hash table (with a small memo of recently reserved
+// chunks in front). TouchRun touches a request's growing prefix in time
+// proportional to its new chunks, not to the prefix, as long as the
+// prefix's chunks have not moved since its last touch.
 package kvtier
 
 import (
@@ -75,8 +78,20 @@ type Tier interface {
 	// little room. Reserved chunks are neither readable nor evictable
 	// until CompleteStore.
 	PrepareStore(hs []uint64, dst []uint64) (stored []uint64, evicted int, ok bool)
+	// PrepareStoreFresh is PrepareStore for distinct chunks the caller
+	// knows the tier has never held or has forgotten (not even as ARC
+	// ghosts): a private request's chunks it has not stored before. It
+	// skips looking them up.
+	PrepareStoreFresh(hs []uint64, dst []uint64) (stored []uint64, evicted int, ok bool)
 	// CompleteStore makes chunks PrepareStore reserved readable.
 	CompleteStore(hs []uint64)
+	// TouchRun is Touch(hs) for a caller that touches a growing prefix
+	// again and again (a request's chunks after each store): each call's
+	// hs extends the previous call's with the same handle. Release the
+	// handle with ReleaseRun when done with it.
+	TouchRun(run *Run, hs []uint64)
+	// ReleaseRun lets go of run (a zero or stale Run is fine).
+	ReleaseRun(run *Run)
 	// Capacity is the tier's size in chunks; Len the chunks it holds.
 	Capacity() int
 	Len() int
@@ -96,6 +111,10 @@ const (
 type slot struct {
 	hash       uint64
 	prev, next int32
+	// run: the run (index + 1, 0: none) whose contiguous stretch of T1
+	// this slot is in, valid while runGen matches the run's gen.
+	run    int32
+	runGen uint32
 	// ref: −1 while being stored (not ready), else the number of loads
 	// reading it (vLLM's BlockStatus.ref_cnt).
 	ref  int32
@@ -116,6 +135,31 @@ type Cache struct {
 	// Evictions counts chunks evicted to make room.
 	evictions int64
 	pinned    int // resident chunks with ref ≠ 0
+
+	runs     []runRec
+	freeRuns []int32
+	scratch  []int32
+	// memo remembers the slot of the hash last reserved in each of its
+	// cells (the hash's top 32 bits, then the slot plus one; 0: none): a
+	// request's chunks are looked up again when touched and when their
+	// stores complete, and the memo (small enough to stay in cache) finds
+	// them without probing the index.
+	memo     []uint64
+	memoMask uint64
+}
+
+// memoMax is the most cells a memo has (128 KiB).
+const memoMax = 1 << 14
+
+// find is index.get(h): the memo's slot when it holds h (a slot in use
+// holding h is the one the index maps h to), else the index's.
+func (c *Cache) find(h uint64) (int32, bool) {
+	if m := c.memo[h&c.memoMask]; m>>32 == h>>32 && uint32(m) != 0 {
+		if i := int32(uint32(m)) - 1; c.slots[i].hash == h && c.slots[i].list != listFree {
+			return i, true
+		}
+	}
+	return c.index.get(h)
 }
 
 // New makes a tier of capacity chunks (≥ 1).
@@ -131,6 +175,8 @@ func New(capacity int, p Policy) (*Cache, error) {
 		n = 3 * capacity // T1+T2 ≤ c, B1 ≤ c, B2 ≤ c
 	}
 	c := &Cache{policy: p, capacity: capacity, slots: make([]slot, n), index: newTable(n)}
+	m := min(1<<bits.Len(uint(n-1)), memoMax)
+	c.memo, c.memoMask = make([]uint64, m), uint64(m-1)
 	for i := range c.lists {
 		c.lists[i] = list{-1, -1, 0}
 	}
@@ -155,7 +201,7 @@ func (c *Cache) PinnedChunks() int { return c.pinned }
 
 // Contains reports whether h is stored or being stored.
 func (c *Cache) Contains(h uint64) bool {
-	i, ok := c.index.get(h)
+	i, ok := c.find(h)
 	return ok && c.resident(i)
 }
 
@@ -166,13 +212,13 @@ func (c *Cache) resident(i int32) bool {
 
 // Ready reports whether h is stored and readable.
 func (c *Cache) Ready(h uint64) bool {
-	i, ok := c.index.get(h)
+	i, ok := c.find(h)
 	return ok && c.resident(i) && c.slots[i].ref >= 0
 }
 
 // Pinned reports whether h is held by a load or a store in progress.
 func (c *Cache) Pinned(h uint64) bool {
-	i, ok := c.index.get(h)
+	i, ok := c.find(h)
 	return ok && c.resident(i) && c.slots[i].ref != 0
 }
 
@@ -190,6 +236,12 @@ func (c *Cache) push(l uint8, i int32) {
 
 func (c *Cache) unlink(i int32) {
 	s := &c.slots[i]
+	if s.run != 0 {
+		if r := &c.runs[s.run-1]; r.gen == s.runGen {
+			r.intact = false // a member moves: the stretch is broken
+		}
+		s.run = 0
+	}
 	L := &c.lists[s.list]
 	if s.prev >= 0 {
 		c.slots[s.prev].next = s.next
@@ -223,7 +275,7 @@ func (c *Cache) Lookup(hs []uint64) int {
 // Touch marks hs used, last to first.
 func (c *Cache) Touch(hs []uint64) {
 	for k := len(hs) - 1; k >= 0; k-- {
-		i, ok := c.index.get(hs[k])
+		i, ok := c.find(hs[k])
 		if !ok {
 			continue
 		}
@@ -250,7 +302,7 @@ func (c *Cache) Touch(hs []uint64) {
 // PrepareLoad pins hs for reading.
 func (c *Cache) PrepareLoad(hs []uint64) {
 	for _, h := range hs {
-		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref >= 0 {
+		if i, ok := c.find(h); ok && c.resident(i) && c.slots[i].ref >= 0 {
 			if c.slots[i].ref == 0 {
 				c.pinned++
 			}
@@ -262,7 +314,7 @@ func (c *Cache) PrepareLoad(hs []uint64) {
 // CompleteLoad unpins hs.
 func (c *Cache) CompleteLoad(hs []uint64) {
 	for _, h := range hs {
-		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref > 0 {
+		if i, ok := c.find(h); ok && c.resident(i) && c.slots[i].ref > 0 {
 			c.slots[i].ref--
 			if c.slots[i].ref == 0 {
 				c.pinned--
@@ -275,10 +327,23 @@ func (c *Cache) CompleteLoad(hs []uint64) {
 // vLLM, the chunks to store are chosen before evicting, so an eviction
 // may take a chunk of hs that was already stored.
 func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
+	return c.prepareStore(hs, dst, false)
+}
+
+// PrepareStoreFresh is PrepareStore for chunks not in the tier at all.
+func (c *Cache) PrepareStoreFresh(hs []uint64, dst []uint64) ([]uint64, int, bool) {
+	return c.prepareStore(hs, dst, true)
+}
+
+func (c *Cache) prepareStore(hs []uint64, dst []uint64, fresh bool) ([]uint64, int, bool) {
 	base := len(dst)
-	for _, h := range hs {
-		if !c.Contains(h) {
-			dst = append(dst, h)
+	if fresh {
+		dst = append(dst, hs...)
+	} else {
+		for _, h := range hs {
+			if !c.Contains(h) {
+				dst = append(dst, h)
+			}
 		}
 	}
 	need := len(dst) - base
@@ -295,10 +360,14 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 	c.boundGhosts()
 	out := base
 	for _, h := range dst[base:] {
-		if c.Contains(h) {
+		var i int32
+		var ok bool
+		if !fresh {
+			i, ok = c.find(h)
+		}
+		if ok && c.resident(i) {
 			continue // a duplicate in hs
 		}
-		i, ok := c.index.get(h)
 		if ok {
 			c.unlink(i) // a ghost entry comes back
 		} else {
@@ -309,6 +378,7 @@ func (c *Cache) PrepareStore(hs []uint64, dst []uint64) ([]uint64, int, bool) {
 			c.unlink(i)
 			c.slots[i].hash = h
 			c.index.put(h, i)
+			c.memo[h&c.memoMask] = h>>32<<32 | uint64(uint32(i+1))
 		}
 		c.slots[i].ref = -1
 		c.pinned++
@@ -391,7 +461,7 @@ func (c *Cache) dropGhost() int32 {
 // CompleteStore makes reserved chunks readable.
 func (c *Cache) CompleteStore(hs []uint64) {
 	for _, h := range hs {
-		if i, ok := c.index.get(h); ok && c.resident(i) && c.slots[i].ref < 0 {
+		if i, ok := c.find(h); ok && c.resident(i) && c.slots[i].ref < 0 {
 			c.slots[i].ref = 0
 			c.pinned--
 		}
@@ -473,4 +543,150 @@ func (l *Link) Send(at time.Duration, bytes int64) time.Duration {
 // Duration is how long bytes take on an idle link.
 func (l *Link) Duration(bytes int64) time.Duration {
 	return l.Latency + time.Duration(float64(bytes)/l.BW*1e9)
+}
+
+// Run is a caller's handle on a run: the chunks of a prefix it touched
+// last, which an LRU tier keeps as one contiguous stretch of its list (most
+// recent last, in reverse prefix order) for as long as none of them moves.
+// Touching the prefix again, extended by a few chunks, then splices the
+// stretch to the list's tail in O(1) and handles only the new chunks,
+// where Touch walks the whole prefix: a request's decode-time stores
+// touch all its chunks each time (vLLM's _get_reqs_to_store), O(chunks²)
+// per request. The zero Run is none.
+type Run struct {
+	id  int32 // index + 1
+	gen uint32
+}
+
+type runRec struct {
+	first, last int32 // the stretch: first (hs[n-1]) nearest the head, last (hs[0])
+	n           int32 // chunks: hs[:n]
+	gen         uint32
+	intact      bool // no member has moved since the stretch formed
+}
+
+// rec is run's record while run is live.
+func (c *Cache) rec(run *Run) *runRec {
+	if run.id == 0 || int(run.id) > len(c.runs) {
+		return nil
+	}
+	if r := &c.runs[run.id-1]; r.gen == run.gen {
+		return r
+	}
+	return nil
+}
+
+// LiveRuns counts the runs handed out by TouchRun and not released.
+func (c *Cache) LiveRuns() int { return len(c.runs) - len(c.freeRuns) }
+
+// ReleaseRun lets go of run.
+func (c *Cache) ReleaseRun(run *Run) {
+	if r := c.rec(run); r != nil {
+		r.gen++
+		r.intact = false
+		c.freeRuns = append(c.freeRuns, run.id-1)
+	}
+	*run = Run{}
+}
+
+// TouchRun is Touch(hs), where hs extends the hs of the last TouchRun
+// with the same run. LRU only takes the fast path (ARC moves a chunk
+// touched twice to T2, so its order is not one stretch's).
+func (c *Cache) TouchRun(run *Run, hs []uint64) {
+	if c.policy != LRU {
+		c.Touch(hs)
+		return
+	}
+	r := c.rec(run)
+	if r != nil && r.intact && int(r.n) <= len(hs) && c.slots[r.last].hash == hs[0] && c.slots[r.first].hash == hs[r.n-1] {
+		m := int(r.n)
+		id, gen := run.id, r.gen
+		// The new chunks: all in the tier, none in the stretch already
+		// (that needs a repeated hash), else the long way.
+		c.scratch = c.scratch[:0]
+		fast := true
+		for k := len(hs) - 1; k >= m; k-- {
+			i, ok := c.find(hs[k])
+			if !ok || (c.slots[i].run == id && c.slots[i].runGen == gen) {
+				fast = false
+				break
+			}
+			c.scratch = append(c.scratch, i)
+		}
+		if fast {
+			for _, i := range c.scratch {
+				c.move(i, listT1)
+			}
+			c.splice(r.first, r.last)
+			for _, i := range c.scratch {
+				c.slots[i].run, c.slots[i].runGen = id, gen
+			}
+			if len(c.scratch) > 0 {
+				r.first = c.scratch[0]
+			}
+			r.n = int32(len(hs))
+			return
+		}
+	}
+	c.Touch(hs)
+	c.formRun(run, hs)
+}
+
+// splice moves T1's stretch first..last to its tail, in order.
+func (c *Cache) splice(first, last int32) {
+	L := &c.lists[listT1]
+	if L.tail == last {
+		return
+	}
+	p, n := c.slots[first].prev, c.slots[last].next // n ≥ 0: last is not the tail
+	if p >= 0 {
+		c.slots[p].next = n
+	} else {
+		L.head = n
+	}
+	c.slots[n].prev = p
+	c.slots[first].prev = L.tail
+	c.slots[L.tail].next = first
+	c.slots[last].next = -1
+	L.tail = last
+}
+
+// formRun makes run the stretch of hs at T1's tail, just touched, when
+// all of hs is there (else run is released).
+func (c *Cache) formRun(run *Run, hs []uint64) {
+	i := c.lists[listT1].tail
+	first := i
+	for _, h := range hs {
+		if i < 0 || c.slots[i].hash != h {
+			c.ReleaseRun(run)
+			return
+		}
+		first = i
+		i = c.slots[i].prev
+	}
+	if len(hs) == 0 {
+		c.ReleaseRun(run)
+		return
+	}
+	r := c.rec(run)
+	if r == nil {
+		c.ReleaseRun(run)
+		if n := len(c.freeRuns); n > 0 {
+			run.id = c.freeRuns[n-1] + 1
+			c.freeRuns = c.freeRuns[:n-1]
+		} else {
+			c.runs = append(c.runs, runRec{})
+			run.id = int32(len(c.runs))
+		}
+		r = &c.runs[run.id-1]
+	}
+	r.gen++ // old members' tags lapse
+	run.gen = r.gen
+	r.first, r.last, r.n, r.intact = first, c.lists[listT1].tail, int32(len(hs)), true
+	for k := c.lists[listT1].tail; ; k = c.slots[k].prev {
+		c.slots[k].run, c.slots[k].runGen = run.id, r.gen
+		if k == first {
+			break
+		}
+	}
 }

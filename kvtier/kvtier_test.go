@@ -351,3 +351,160 @@ func TestLinkQueuesAtItsBandwidth(t *testing.T) {
 		t.Errorf("Duration = %v, want 507ns", d)
 	}
 }
+
+// dump is c's whole observable state: every list in order with its
+// chunks' pins, ARC's target and the eviction count.
+func dump(c *Cache) []int64 {
+	out := []int64{int64(c.target), c.evictions, int64(c.pinned)}
+	for l := uint8(1); l < numLists; l++ {
+		out = append(out, -1)
+		for i := c.lists[l].head; i >= 0; i = c.slots[i].next {
+			out = append(out, int64(c.slots[i].hash), int64(c.slots[i].ref))
+		}
+	}
+	return out
+}
+
+// TestTouchRunMatchesTouch drives two tiers with the same random requests
+// (prefixes shared between some, chunks stored as they fill, each store
+// touching the request's whole prefix), loads, stray touches and restarts:
+// one touching with TouchRun, the other with Touch. Their lists, pins and
+// counters must stay identical.
+func TestTouchRunMatchesTouch(t *testing.T) {
+	for trial := 0; trial < 300; trial++ {
+		rng := rand.New(rand.NewPCG(uint64(trial), 7))
+		p := Policy(trial % 2)
+		capacity := 1 + rng.IntN(60)
+		a, _ := New(capacity, p)
+		b, _ := New(capacity, p)
+		type req struct {
+			hs   []uint64
+			next int
+			run  Run
+		}
+		reqs := make([]req, 1+rng.IntN(8))
+		mk := func(j int) []uint64 {
+			hs := make([]uint64, 1+rng.IntN(40))
+			base := uint64(1 + rng.IntN(3))
+			shared := rng.IntN(len(hs) + 1)
+			for k := range hs {
+				if k < shared {
+					hs[k] = base<<32 | uint64(k) // a prefix other requests share
+				} else {
+					hs[k] = uint64(1000+trial*100+j)<<32 | uint64(k) | 1<<62
+				}
+			}
+			return hs
+		}
+		for j := range reqs {
+			reqs[j].hs = mk(j)
+		}
+		var storing, loading [][]uint64
+		for op := 0; op < 600; op++ {
+			j := rng.IntN(len(reqs))
+			r := &reqs[j]
+			switch rng.IntN(8) {
+			case 0, 1, 2, 3: // r fills more chunks
+				full := min(len(r.hs), r.next+1+rng.IntN(3))
+				if full <= r.next {
+					break
+				}
+				ga, ea, oka := a.PrepareStore(r.hs[r.next:full], nil)
+				gb, eb, okb := b.PrepareStore(r.hs[r.next:full], nil)
+				if oka != okb || ea != eb || !slices.Equal(ga, gb) {
+					t.Fatalf("trial %d op %d: PrepareStore differs", trial, op)
+				}
+				if !oka {
+					break
+				}
+				r.next = full
+				if len(ga) > 0 {
+					storing = append(storing, ga)
+					a.TouchRun(&r.run, r.hs[:full])
+					b.Touch(r.hs[:full])
+				}
+			case 4:
+				if len(storing) > 0 {
+					k := rng.IntN(len(storing))
+					a.CompleteStore(storing[k])
+					b.CompleteStore(storing[k])
+					storing = append(storing[:k], storing[k+1:]...)
+				}
+			case 5: // a lookup: touch and maybe load
+				a.Touch(r.hs)
+				b.Touch(r.hs)
+				if n := a.Lookup(r.hs); n > 0 && rng.IntN(2) == 0 {
+					a.PrepareLoad(r.hs[:n])
+					b.PrepareLoad(r.hs[:n])
+					loading = append(loading, r.hs[:n])
+				}
+			case 6:
+				if len(loading) > 0 {
+					k := rng.IntN(len(loading))
+					a.CompleteLoad(loading[k])
+					b.CompleteLoad(loading[k])
+					loading = append(loading[:k], loading[k+1:]...)
+				}
+			case 7: // r ends; a new request takes its place
+				a.ReleaseRun(&r.run)
+				*r = req{hs: mk(j)}
+			}
+			if !slices.Equal(dump(a), dump(b)) {
+				t.Fatalf("trial %d op %d: TouchRun's tier\n%v\nTouch's\n%v", trial, op, dump(a), dump(b))
+			}
+			a.check(t)
+		}
+	}
+}
+
+// BenchmarkTierRequests is the CPU tier under a native connector's
+// decode-time stores: 256 requests at once, each filling 80 chunks one at a
+// time, each store touching the request's whole prefix, in a full LRU tier
+// of 51,200 chunks (100 GiB of Llama-3.1-8B's 2 MiB blocks). One op is one
+// chunk stored (reserve, evict, touch, complete).
+//
+//	go test ./kvtier -run x -bench Requests -benchmem
+func BenchmarkTierRequests(b *testing.B) {
+	for _, mode := range []string{"Touch", "TouchRun"} {
+		b.Run(mode, func(b *testing.B) {
+			const capacity, conc, chunks = 51_200, 256, 80
+			c, _ := New(capacity, LRU)
+			type req struct {
+				hs  [chunks]uint64
+				n   int
+				run Run
+			}
+			reqs := make([]req, conc)
+			seq := uint64(0)
+			start := func(r *req) {
+				c.ReleaseRun(&r.run)
+				r.n = 0
+				for k := range r.hs {
+					seq++
+					r.hs[k] = seq * 0x9e3779b97f4a7c15
+				}
+			}
+			for i := range reqs {
+				start(&reqs[i])
+				reqs[i].n = i % chunks // staggered
+			}
+			var dst []uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := &reqs[i%conc]
+				if r.n == chunks {
+					start(r)
+				}
+				dst, _, _ = c.PrepareStore(r.hs[r.n:r.n+1], dst[:0])
+				r.n++
+				if mode == "Touch" {
+					c.Touch(r.hs[:r.n])
+				} else {
+					c.TouchRun(&r.run, r.hs[:r.n])
+				}
+				c.CompleteStore(dst)
+			}
+		})
+	}
+}
