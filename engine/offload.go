@@ -116,7 +116,10 @@ type OffloadConfig struct {
 	Policy      kvtier.Policy
 	// CPU is a CPU tier shared with other engines (nil: the engine makes
 	// its own of CPUChunks with Policy).
-	CPU       kvtier.Tier
+	CPU kvtier.Tier
+	// Name is what reports call the primary tier ("": "CPU"; a Mooncake
+	// store shared by the pool is "mooncake").
+	Name      string
 	Secondary []OffloadTier
 }
 

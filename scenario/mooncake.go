@@ -255,7 +255,7 @@ func (r *Resolved) resolveMooncake(conn *offloadConn) (*engine.OffloadConfig, er
 		BlockBytes: int64(math.Ceil(blockBytes)), LinkBW: bw,
 		LinkLatency: time.Duration(math.Round(r.Chip.P2PLatency * float64(time.Second))),
 		Store:       engine.StorePromptOnly, Policy: kvtier.LRU,
-		CPU: &pooledTier{Tier: one, perEngine: perEngine, policy: kvtier.LRU},
+		CPU: &pooledTier{Tier: one, perEngine: perEngine, policy: kvtier.LRU}, Name: "mooncake",
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("INFO KV offload: MooncakeStoreConnector, a Mooncake store of %s per GPU worker (global_segment_size) = %d blocks of %d tokens per engine, one store shared by the pool's engines (replicas × %d blocks), LRU eviction; loads asynchronous, storing the prompt's blocks, over each GPU's NIC (%s, %.0f GB/s each way; every segment counted as remote)",
 		gibText(mc.GlobalSegmentSize), perEngine, bs, perEngine, mc.Protocol, bw/1e9))

@@ -141,6 +141,7 @@ func offloadTierNames(cfg *engine.OffloadConfig) []string {
 	if cfg == nil {
 		return names
 	}
+	names[0] = cmp.Or(cfg.Name, "CPU")
 	for i, t := range cfg.Secondary {
 		if i+1 == len(engine.Stats{}.OffloadTierHits)-1 && len(cfg.Secondary) > i+1 {
 			names = append(names, defaultTierName(i+1))
