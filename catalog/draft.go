@@ -163,6 +163,16 @@ func DeriveEagleDraft(g *Graph, method string, draftVocab int) (*Draft, error) {
 	return dr, nil
 }
 
+// NumLayers is the number of draft modules the checkpoint holds, all
+// loaded (vLLM's num_nextn_predict_layers for MTP).
+func (d *Draft) NumLayers() int {
+	n := 0
+	for _, k := range d.Layers {
+		n += k.Count
+	}
+	return n
+}
+
 // MTPModels lists the catalog models whose operator graph carries MTP draft
 // layers (--speculative-config method mtp), sorted.
 func MTPModels() []string {

@@ -100,11 +100,7 @@ func validateSpec(d Deployment) error {
 		if g.Draft == nil || g.Draft.Method != "mtp" || len(g.Draft.Layers) == 0 {
 			return fmt.Errorf("--speculative-config method mtp: %s has no MTP layers (num_nextn_predict_layers); models that have: %v", d.Model.ID, catalog.MTPModels())
 		}
-		n := 0
-		for _, k := range g.Draft.Layers {
-			n += k.Count
-		}
-		if n > 0 && s.NumTokens > n && s.NumTokens%n != 0 {
+		if n := g.Draft.NumLayers(); n > 0 && s.NumTokens > n && s.NumTokens%n != 0 {
 			return fmt.Errorf("--speculative-config num_speculative_tokens %d: above the %d MTP layers of %s it must be a multiple of them (vllm/config/speculative.py)", s.NumTokens, n, d.Model.ID)
 		}
 	case "eagle", "eagle3":
@@ -682,10 +678,7 @@ func draftMemory(d Deployment) (weights, kvPerToken float64, attnLayers int, err
 	}
 	if d.Spec.Method == "mtp" {
 		// Every MTP module is loaded, one per pass runs.
-		n := 0
-		for _, k := range g.Draft.Layers {
-			n += k.Count
-		}
+		n := g.Draft.NumLayers()
 		weights *= float64(n)
 		kvPerToken *= float64(n)
 		attnLayers *= n
