@@ -417,6 +417,16 @@ func bytesPerParam(dtype string) float64 {
 	return 2
 }
 
+// draftGEMMDtype is the dtype a draft GEMM runs in on draft deployment
+// dd: vLLM's online fp8 quantization (--quantization fp8) turns the
+// bf16/fp16 weights of every GEMM but the LM head to fp8.
+func draftGEMMDtype(dd Deployment, op catalog.Op) string {
+	if dd.Quantization == "fp8" && (op.Dtype == "bf16" || op.Dtype == "fp16") && op.Rows != catalog.RowsSampled {
+		return "fp8"
+	}
+	return op.Dtype
+}
+
 // gemmRateDtype is the roofline's GEMM dtype class of a graph dtype.
 func gemmRateDtype(dtype string) string {
 	switch dtype {
@@ -465,10 +475,7 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 			}
 			batch, nn, kk := op.RankShape(tp)
 			params := float64(max(batch, 1)) * float64(nn) * float64(kk)
-			dt := op.Dtype
-			if dd.Quantization == "fp8" && (dt == "bf16" || dt == "fp16") && op.Rows != catalog.RowsSampled {
-				dt = "fp8"
-			}
+			dt := draftGEMMDtype(dd, op)
 			sec := count * 2 * params / (peakFLOPS(c, gemmRateDtype(dt)) * a.GEMMEfficiency)
 			w := count * params * bytesPerParam(dt)
 			switch {
@@ -644,11 +651,7 @@ func draftMemory(d Deployment) (weights, kvPerToken float64, attnLayers int, err
 				return
 			}
 			batch, n, k := op.RankShape(tp)
-			dt := op.Dtype
-			if dd.Quantization == "fp8" && (dt == "bf16" || dt == "fp16") && op.Rows != catalog.RowsSampled {
-				dt = "fp8"
-			}
-			weights += count * float64(max(batch, 1)) * float64(n) * float64(k) * bytesPerParam(dt)
+			weights += count * float64(max(batch, 1)) * float64(n) * float64(k) * bytesPerParam(draftGEMMDtype(dd, op))
 		case catalog.OpEmbedding:
 			if ownEmbed {
 				_, n, k := op.RankShape(tp)
