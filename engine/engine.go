@@ -429,20 +429,8 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			i++
 			continue
 		}
-		ok := false
-		for {
-			if e.allocateSlots(r, n, nil, 0) {
-				ok = true
-				break
-			}
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
-			e.preempt(victim)
-			preempted = true
-			if victim == r {
-				break
-			}
-		}
+		ok, pre := e.allocateOrPreempt(r, n)
+		preempted = preempted || pre
 		if !ok {
 			break
 		}
@@ -594,6 +582,25 @@ func (e *Engine) cacheFullAny(r *Request, upto int) {
 		e.cacheFullGroups(r, upto)
 	} else {
 		e.cacheFull(r, upto)
+	}
+}
+
+// allocateOrPreempt allocates slots for n new tokens of running request r,
+// preempting from the tail of the running list while the pool is short
+// (vLLM's Scheduler.schedule, RUNNING part). ok is false when r itself
+// was preempted; preempted reports whether any request was.
+func (e *Engine) allocateOrPreempt(r *Request, n int) (ok, preempted bool) {
+	for {
+		if e.allocateSlots(r, n, nil, 0) {
+			return true, preempted
+		}
+		victim := e.running[len(e.running)-1]
+		e.running = e.running[:len(e.running)-1]
+		e.preempt(victim)
+		preempted = true
+		if victim == r {
+			return false, true
+		}
 	}
 }
 

@@ -169,20 +169,8 @@ func (e *Engine) scheduleRunningSpec(b *kernel.Batch, budget int) (int, bool) {
 			i++
 			continue
 		}
-		ok := false
-		for {
-			if e.allocateSlots(r, n, nil, 0) {
-				ok = true
-				break
-			}
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
-			e.preempt(victim)
-			preempted = true
-			if victim == r {
-				break
-			}
-		}
+		ok, pre := e.allocateOrPreempt(r, n)
+		preempted = preempted || pre
 		if !ok {
 			break
 		}
