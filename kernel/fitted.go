@@ -227,8 +227,11 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 		f.captureSizes = append([]int(nil), d.CaptureSizes...)
 		sort.Ints(f.captureSizes)
 	}
-	if k := d.specK(); k > 0 && mode != "NONE" && mode != "PIECEWISE" {
-		if f.captureSizes, err = specCaptureSizes(f.captureSizes, 1+k, maxCap); err != nil {
+	if k := d.specK(); k > 0 && mode != "NONE" && mode != "PIECEWISE" && len(f.captureSizes) > 0 {
+		// The bound is max_cudagraph_capture_size as _set_cudagraph_sizes
+		// leaves it: the list's largest size (its valid_max_size), which
+		// the default list may stop short of maxCap and a given list sets.
+		if f.captureSizes, err = specCaptureSizes(f.captureSizes, 1+k, f.captureSizes[len(f.captureSizes)-1]); err != nil {
 			return nil, err
 		}
 	}

@@ -161,6 +161,32 @@ func TestSpecVerificationGraphs(t *testing.T) {
 	}
 }
 
+// vLLM rounds the capture sizes against max_cudagraph_capture_size as
+// _set_cudagraph_sizes leaves it: the largest size of the list (its
+// valid_max_size), not the formula's bound. max_num_seqs 3, k = 4: the
+// formula gives min(2 × 3 × 5, 512) = 30, the default list stops at 24,
+// and 24 rounds up to 25 > 24, which vLLM drops. With a given list, its
+// largest size is the bound (64 rounds up to 65, dropped).
+func TestSpecCaptureSizesBoundIsTheListsLargest(t *testing.T) {
+	d := specDeploy(t, "meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle3", NumTokens: 4})
+	d.MaxNumSeqs = 3
+	for _, tc := range []struct {
+		sizes, want []int
+	}{
+		{nil, []int{5, 10, 20}},
+		{[]int{1, 2, 4, 8, 16, 32, 64}, []int{5, 10, 20, 35}},
+	} {
+		d.CaptureSizes = tc.sizes
+		p, err := NewFitted(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.(*fitted).captureSizes; !equalInts(got, tc.want) {
+			t.Errorf("capture sizes %v: got %v, want %v", tc.sizes, got, tc.want)
+		}
+	}
+}
+
 // The proposer's time grows with k and with the requests it drafts for,
 // in both pricers, and shows in Draft.
 func TestSpecDraftGrows(t *testing.T) {
