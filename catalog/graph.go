@@ -430,11 +430,7 @@ func (g *Graph) Summary() string {
 		s += ", " + strings.Join(attn, ", ")
 	}
 	if g.Draft != nil {
-		n := 0
-		for _, k := range g.Draft.Layers {
-			n += k.Count
-		}
-		s += fmt.Sprintf(", %s×%d", strings.ToUpper(g.Draft.Method), n)
+		s += fmt.Sprintf(", %s×%d", strings.ToUpper(g.Draft.Method), g.Draft.NumLayers())
 	}
 	return s
 }

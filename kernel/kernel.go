@@ -147,7 +147,8 @@ type Deployment struct {
 	// FULL_DECODE_ONLY, NONE.
 	CUDAGraphMode string
 	// MaxCUDAGraphCaptureSize is --max-cudagraph-capture-size (0: vLLM's
-	// default min(2 × max-num-seqs, 512)); CaptureSizes, when given,
+	// default min(2 × max-num-seqs, 512), min(2 × max-num-seqs × (1 + k),
+	// 512) with k speculative tokens); CaptureSizes, when given,
 	// replaces vLLM's default list (compilation_config.cudagraph_capture_sizes).
 	MaxCUDAGraphCaptureSize int
 	CaptureSizes            []int
