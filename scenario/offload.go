@@ -186,6 +186,13 @@ func (r *Resolved) nativeExtra(conn *offloadConn, oc *engine.OffloadConfig) (cpu
 		return 0, true, fmt.Errorf("%s %v: not a number", k, v)
 	}
 	bs := r.Engine.BlockSize
+	// vLLM's build_offloading_config (vllm/v1/kv_offload) takes the chunk
+	// as tokens (block_size) or GPU blocks (blocks_per_chunk), and
+	// refuses both.
+	_, hasSize := conn.extra["block_size"]
+	if _, hasBlocks := conn.extra["blocks_per_chunk"]; hasSize && hasBlocks {
+		return fail("block_size and blocks_per_chunk: give only one (vLLM rejects both)")
+	}
 	if v, ok, err := num("block_size"); err != nil {
 		return fail(err.Error())
 	} else if ok {

@@ -153,6 +153,9 @@ func TestOffloadBadInput(t *testing.T) {
 			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1e10,"block_size":24}}`
 		}, "multiple of --block-size 16"},
 		{func(s *Scenario) {
+			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1e10,"block_size":64,"blocks_per_chunk":4}}`
+		}, "block_size and blocks_per_chunk"},
+		{func(s *Scenario) {
 			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1e10,"secondary_tiers":[{"type":"fs"}]}}`
 		}, "--kv-offload-storage: required"},
 		{func(s *Scenario) {
