@@ -48,17 +48,17 @@ type offloadJSON struct {
 	HitRate float64 `json:"hit_rate"`
 	// TierHits counts chunks loaded from each tier: the CPU tier first,
 	// then the secondary tiers in order (a fourth entry sums any later).
-	TierHits      []int64  `json:"tier_hits"`
-	TierNames     []string `json:"tier_names"`
-	StoredBytes   int64    `json:"stored_bytes"`
-	LoadedBytes   int64    `json:"loaded_bytes"`
-	Stores        int64    `json:"stores"`
-	Loads         int64    `json:"loads"`
-	MeanLoadMs    float64  `json:"mean_load_ms"`
+	TierHits    []int64  `json:"tier_hits"`
+	TierNames   []string `json:"tier_names"`
+	StoredBytes int64    `json:"stored_bytes"`
+	LoadedBytes int64    `json:"loaded_bytes"`
+	Stores      int64    `json:"stores"`
+	Loads       int64    `json:"loads"`
+	MeanLoadMs  float64  `json:"mean_load_ms"`
 	// LoadsInStep: the connector (LMCache) loads inside the step, on its
 	// critical path, so a load has no wait of its own (MeanLoadMs 0).
-	LoadsInStep bool `json:"loads_in_step,omitempty"`
-	TierEvictions int64    `json:"tier_evictions"`
+	LoadsInStep   bool  `json:"loads_in_step,omitempty"`
+	TierEvictions int64 `json:"tier_evictions"`
 }
 
 // specOf reports speculative decoding for counters st of engines drafting k
