@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -225,7 +226,7 @@ func (r *Resolved) resolveMooncake(conn *offloadConn) (*engine.OffloadConfig, er
 			}
 		case k == "enable_lookup" && v == false:
 			return nil, bad("kv-transfer-config", s.KVTransferConfig, "MooncakeStoreConnector enable_lookup false (a store-only engine that never loads) is not modelled")
-		case !containsString(mooncakeExtraKeys, k):
+		case !slices.Contains(mooncakeExtraKeys, k):
 			other = append(other, k)
 		}
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -266,7 +267,7 @@ func (r *Resolved) nativeExtra(conn *offloadConn, oc *engine.OffloadConfig) (cpu
 	}
 	var other []string
 	for k := range conn.extra {
-		if !containsString(offloadKeys, k) {
+		if !slices.Contains(offloadKeys, k) {
 			other = append(other, k)
 		}
 	}
@@ -315,7 +316,7 @@ func parseStorage(s string, capacity bool) (engine.OffloadTier, error) {
 		if ok && k == "capacity_gib" && !capacity {
 			return engine.OffloadTier{}, fmt.Errorf("capacity_gib: LMCache's disk is sized by --lmcache-max-local-disk-size; give only read_gbps, write_gbps and latency_ms")
 		}
-		if !ok || !containsString(want, k) {
+		if !ok || !slices.Contains(want, k) {
 			return engine.OffloadTier{}, fmt.Errorf("%q: want key=value with keys %s", part, strings.Join(want, ", "))
 		}
 		f, err := strconv.ParseFloat(v, 64)
@@ -333,15 +334,6 @@ func parseStorage(s string, capacity bool) (engine.OffloadTier, error) {
 		Chunks: int(got["capacity_gib"]), ReadBW: got["read_gbps"] * 1e9, WriteBW: got["write_gbps"] * 1e9,
 		Latency: time.Duration(got["latency_ms"] * float64(time.Millisecond)),
 	}, nil
-}
-
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // lmcacheDiskTier names LMCache's local disk tier (LocalDiskBackend),
