@@ -152,31 +152,29 @@ func offloadTierNames(cfg *engine.OffloadConfig) []string {
 	return names
 }
 
+// defaultTierName names secondary tier i (from 1) when its config names
+// none; the last slot of OffloadTierHits counts every tier from it on.
 func defaultTierName(i int) string {
-	switch {
-	case i == 0:
-		return "CPU"
-	case i == len(engine.Stats{}.OffloadTierHits)-1:
+	if i == len(engine.Stats{}.OffloadTierHits)-1 {
 		return fmt.Sprintf("tiers %d+", i)
 	}
 	return fmt.Sprintf("tier %d", i)
 }
 
-// specK is the largest num_speculative_tokens of the run's pools.
+// specK is the largest num_speculative_tokens of the run's pools (a
+// resolved scenario always has one, its top-level deployment's when it
+// names none).
 func specK(r *scenario.Resolved) int {
-	k := r.Engine.Spec.NumTokens
+	k := 0
 	for _, p := range r.Pools {
 		k = max(k, p.Engine.Spec.NumTokens)
 	}
 	return k
 }
 
-// offloadConfig is the first pool's KV offload configuration that is set
-// (the top-level one with no pools), nil when no pool offloads.
+// offloadConfig is the first pool's KV offload configuration that is set,
+// nil when no pool offloads.
 func offloadConfig(r *scenario.Resolved) *engine.OffloadConfig {
-	if r.Engine.Offload != nil {
-		return r.Engine.Offload
-	}
 	for _, p := range r.Pools {
 		if p.Engine.Offload != nil {
 			return p.Engine.Offload
