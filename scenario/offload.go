@@ -87,16 +87,16 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	if size == 0 && conn == nil {
 		return nil, nil
 	}
-	if conn != nil && conn.name == mooncakeConnector {
-		return r.resolveMooncake(conn)
-	}
-	d := r.Deployment
-	world := float64(max(d.TP, 1) * max(d.PP, 1))
 	bs := r.Engine.BlockSize
 	blockBytes := r.Memory.KVBytesPerToken * float64(bs) // one GPU block on one rank
 	if blockBytes <= 0 {
 		return nil, &InputError{Msg: "KV offload: the memory plan has no KV bytes per token"}
 	}
+	if conn != nil && conn.name == mooncakeConnector {
+		return r.resolveMooncake(conn, blockBytes)
+	}
+	d := r.Deployment
+	world := float64(max(d.TP, 1) * max(d.PP, 1))
 	bw := r.Chip.HostLinkBW
 	oc := &engine.OffloadConfig{
 		BlockBytes: int64(math.Ceil(blockBytes)), LinkBW: bw, LinkLatency: hostCopyLatency, Policy: kvtier.LRU,
