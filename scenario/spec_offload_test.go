@@ -68,6 +68,11 @@ func TestSpeculationBadInput(t *testing.T) {
 			s.SpecAcceptance = "mean:9"
 		}, "--spec-acceptance \"mean:9\""},
 		{func(s *Scenario) { s.SpeculativeConfig = `{"method":"mtp","num_speculative_tokens":1}` }, "--speculative-config"},
+		// EAGLE-1 is not EAGLE-3: the target's eagle3 presets do not stand in.
+		{func(s *Scenario) {
+			s.Model = "meta-llama/Llama-3.1-8B-Instruct"
+			s.SpeculativeConfig = `{"method":"eagle","model":"yuhuili/EAGLE-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}`
+		}, "no measured acceptance preset for meta-llama/Llama-3.1-8B-Instruct with method eagle"},
 	} {
 		_, err := resolveWith(t, tc.mod)
 		if err == nil || !IsInputError(err) || !strings.Contains(err.Error(), tc.want) {
