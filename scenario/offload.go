@@ -64,6 +64,7 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	s := &r.Scenario
 	conn := r.connector.offload
 	size, backend := s.KVOffloadingSize, s.KVOffloadingBackend
+	lmcache := backend == "lmcache" || (conn != nil && conn.kind == engine.OffloadLMCache)
 	switch {
 	case size < 0 || math.IsNaN(size) || math.IsInf(size, 0):
 		return nil, bad("kv-offloading-size", fmt.Sprint(size), "GiB of CPU memory: a number ≥ 0")
@@ -75,11 +76,11 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 		return nil, bad("kv-offloading-size", fmt.Sprint(size), "--kv-transfer-config already names the offload connector "+conn.name+": set its size there (cpu_bytes_to_use, or --lmcache-max-local-cpu-size for LMCache), not both")
 	case s.LMCacheMaxLocalCPUSize < 0 || math.IsNaN(s.LMCacheMaxLocalCPUSize) || math.IsInf(s.LMCacheMaxLocalCPUSize, 0):
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), "GB per GPU worker: a number ≥ 0")
-	case s.LMCacheMaxLocalCPUSize > 0 && (conn == nil || conn.kind != engine.OffloadLMCache) && backend != "lmcache":
+	case s.LMCacheMaxLocalCPUSize > 0 && !lmcache:
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
 	case s.LMCacheMaxLocalDiskSize < 0 || math.IsNaN(s.LMCacheMaxLocalDiskSize) || math.IsInf(s.LMCacheMaxLocalDiskSize, 0):
 		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), "GB of local disk per GPU worker: a number ≥ 0")
-	case s.LMCacheMaxLocalDiskSize > 0 && (conn == nil || conn.kind != engine.OffloadLMCache) && backend != "lmcache":
+	case s.LMCacheMaxLocalDiskSize > 0 && !lmcache:
 		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
 	case s.MooncakeConfig != "" && (conn == nil || conn.name != mooncakeConnector):
 		return nil, bad("mooncake-config", s.MooncakeConfig, `needs '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}' in --kv-transfer-config`)
@@ -101,7 +102,6 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	oc := &engine.OffloadConfig{
 		BlockBytes: int64(math.Ceil(blockBytes)), LinkBW: bw, LinkLatency: hostCopyLatency, Policy: kvtier.LRU,
 	}
-	lmcache := backend == "lmcache" || (conn != nil && conn.kind == engine.OffloadLMCache)
 	if lmcache {
 		oc.Connector = engine.OffloadLMCache
 		oc.Store = engine.StorePromptOnly
