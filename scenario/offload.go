@@ -65,8 +65,9 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	conn := r.connector.offload
 	size, backend := s.KVOffloadingSize, s.KVOffloadingBackend
 	lmcache := backend == "lmcache" || (conn != nil && conn.kind == engine.OffloadLMCache)
+	notSize := func(x float64) bool { return x < 0 || math.IsNaN(x) || math.IsInf(x, 0) }
 	switch {
-	case size < 0 || math.IsNaN(size) || math.IsInf(size, 0):
+	case notSize(size):
 		return nil, bad("kv-offloading-size", fmt.Sprint(size), "GiB of CPU memory: a number ≥ 0")
 	case backend != "" && backend != "native" && backend != "lmcache":
 		return nil, bad("kv-offloading-backend", backend, "native or lmcache")
@@ -74,11 +75,11 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 		return nil, bad("kv-offloading-backend", backend, "needs --kv-offloading-size (vLLM turns offloading on with the size)")
 	case size > 0 && conn != nil:
 		return nil, bad("kv-offloading-size", fmt.Sprint(size), "--kv-transfer-config already names the offload connector "+conn.name+": set its size there (cpu_bytes_to_use, or --lmcache-max-local-cpu-size for LMCache), not both")
-	case s.LMCacheMaxLocalCPUSize < 0 || math.IsNaN(s.LMCacheMaxLocalCPUSize) || math.IsInf(s.LMCacheMaxLocalCPUSize, 0):
+	case notSize(s.LMCacheMaxLocalCPUSize):
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), "GB per GPU worker: a number ≥ 0")
 	case s.LMCacheMaxLocalCPUSize > 0 && !lmcache:
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
-	case s.LMCacheMaxLocalDiskSize < 0 || math.IsNaN(s.LMCacheMaxLocalDiskSize) || math.IsInf(s.LMCacheMaxLocalDiskSize, 0):
+	case notSize(s.LMCacheMaxLocalDiskSize):
 		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), "GB of local disk per GPU worker: a number ≥ 0")
 	case s.LMCacheMaxLocalDiskSize > 0 && !lmcache:
 		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
