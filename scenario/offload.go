@@ -135,6 +135,9 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	}
 	oc.Connector = engine.OffloadNative
 	oc.BlocksPerChunk = 1
+	// OffloadingSpec's offload_prompt_only defaults to true
+	// (vllm/v1/kv_offload/base.py): the output's chunks are not stored.
+	oc.Store = engine.StorePromptOnly
 	cpuBytes := size * (1 << 30)
 	var numBlocks int
 	if conn != nil {
@@ -237,8 +240,8 @@ func (r *Resolved) nativeExtra(conn *offloadConn, oc *engine.OffloadConfig) (cpu
 	if v, ok := conn.extra["offload_prompt_only"]; ok {
 		if b, isBool := v.(bool); !isBool {
 			return fail(fmt.Sprintf("offload_prompt_only %v: true or false", v))
-		} else if b {
-			oc.Store = engine.StorePromptOnly
+		} else if !b {
+			oc.Store = engine.StoreAll
 		}
 	}
 	switch spec := fmt.Sprint(conn.extra["spec_name"]); {
