@@ -12,7 +12,7 @@ import (
 func (r *Resolved) ClientConfig() cluster.Config {
 	s := &r.Scenario
 	cfg := cluster.Config{
-		Engine: withStorage(r.Engine, max(s.DataParallelSize, 1)), Pricer: r.Pricer,
+		Engine: r.Engine, Pricer: r.Pricer,
 		DataParallel: s.DataParallelSize, Lockstep: r.Model.IsMoE(),
 		MaxConcurrency: s.MaxConcurrency, NumWarmups: s.NumWarmups, Seed: s.Seed,
 		WarmupRequestsPerLane: s.WarmupRequestsPerLane,
@@ -28,7 +28,10 @@ func (r *Resolved) ClientConfig() cluster.Config {
 		Fabric:                r.TransferFabric,
 	}
 	if len(r.Scenario.Pools) > 0 || r.Scenario.Replicas > 1 {
-		cfg.Pools = r.clusterPools()
+		cfg.Pools = r.clusterPools() // each pool's engine with its own fresh tiers
+	} else {
+		// The cluster runs Engine itself only without pools.
+		cfg.Engine = withStorage(r.Engine, max(s.DataParallelSize, 1))
 	}
 	// Resolve built one already, so this cannot fail.
 	cfg.Router, _ = r.NewRouter()

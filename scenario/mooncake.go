@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -206,8 +207,8 @@ type pooledTier struct {
 }
 
 // resolveMooncake builds the engine's offload config for a
-// MooncakeStoreConnector.
-func (r *Resolved) resolveMooncake(conn *offloadConn) (*engine.OffloadConfig, error) {
+// MooncakeStoreConnector; blockBytes is one GPU block on one rank.
+func (r *Resolved) resolveMooncake(conn *offloadConn, blockBytes float64) (*engine.OffloadConfig, error) {
 	s := &r.Scenario
 	if s.MooncakeConfig == "" {
 		return nil, bad("mooncake-config", "", `required with MooncakeStoreConnector (vLLM reads MOONCAKE_CONFIG_PATH): the mooncake_config.json text, e.g. {"mode":"embedded","global_segment_size":"80GB","local_buffer_size":"4GB","protocol":"rdma"}`)
@@ -225,7 +226,7 @@ func (r *Resolved) resolveMooncake(conn *offloadConn) (*engine.OffloadConfig, er
 			}
 		case k == "enable_lookup" && v == false:
 			return nil, bad("kv-transfer-config", s.KVTransferConfig, "MooncakeStoreConnector enable_lookup false (a store-only engine that never loads) is not modelled")
-		case !containsString(mooncakeExtraKeys, k):
+		case !slices.Contains(mooncakeExtraKeys, k):
 			other = append(other, k)
 		}
 	}
@@ -234,10 +235,6 @@ func (r *Resolved) resolveMooncake(conn *offloadConn) (*engine.OffloadConfig, er
 		r.Notes = append(r.Notes, "INFO --kv-transfer-config: MooncakeStoreConnector settings accepted and not modelled: "+strings.Join(other, ", "))
 	}
 	bs := r.Engine.BlockSize
-	blockBytes := r.Memory.KVBytesPerToken * float64(bs)
-	if blockBytes <= 0 {
-		return nil, &InputError{Msg: "KV offload: the memory plan has no KV bytes per token"}
-	}
 	// Each rank's segment holds that rank's shard of a block, so an
 	// engine's ranks together add global_segment_size / (rank's block
 	// bytes) whole blocks to the pool.

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,8 +64,10 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	s := &r.Scenario
 	conn := r.connector.offload
 	size, backend := s.KVOffloadingSize, s.KVOffloadingBackend
+	lmcache := backend == "lmcache" || (conn != nil && conn.kind == engine.OffloadLMCache)
+	notSize := func(x float64) bool { return x < 0 || math.IsNaN(x) || math.IsInf(x, 0) }
 	switch {
-	case size < 0 || math.IsNaN(size) || math.IsInf(size, 0):
+	case notSize(size):
 		return nil, bad("kv-offloading-size", fmt.Sprint(size), "GiB of CPU memory: a number ≥ 0")
 	case backend != "" && backend != "native" && backend != "lmcache":
 		return nil, bad("kv-offloading-backend", backend, "native or lmcache")
@@ -72,13 +75,13 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 		return nil, bad("kv-offloading-backend", backend, "needs --kv-offloading-size (vLLM turns offloading on with the size)")
 	case size > 0 && conn != nil:
 		return nil, bad("kv-offloading-size", fmt.Sprint(size), "--kv-transfer-config already names the offload connector "+conn.name+": set its size there (cpu_bytes_to_use, or --lmcache-max-local-cpu-size for LMCache), not both")
-	case s.LMCacheMaxLocalCPUSize < 0 || math.IsNaN(s.LMCacheMaxLocalCPUSize) || math.IsInf(s.LMCacheMaxLocalCPUSize, 0):
+	case notSize(s.LMCacheMaxLocalCPUSize):
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), "GB per GPU worker: a number ≥ 0")
-	case s.LMCacheMaxLocalCPUSize > 0 && (conn == nil || conn.kind != engine.OffloadLMCache) && backend != "lmcache":
+	case s.LMCacheMaxLocalCPUSize > 0 && !lmcache:
 		return nil, bad("lmcache-max-local-cpu-size", fmt.Sprint(s.LMCacheMaxLocalCPUSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
-	case s.LMCacheMaxLocalDiskSize < 0 || math.IsNaN(s.LMCacheMaxLocalDiskSize) || math.IsInf(s.LMCacheMaxLocalDiskSize, 0):
+	case notSize(s.LMCacheMaxLocalDiskSize):
 		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), "GB of local disk per GPU worker: a number ≥ 0")
-	case s.LMCacheMaxLocalDiskSize > 0 && (conn == nil || conn.kind != engine.OffloadLMCache) && backend != "lmcache":
+	case s.LMCacheMaxLocalDiskSize > 0 && !lmcache:
 		return nil, bad("lmcache-max-local-disk-size", fmt.Sprint(s.LMCacheMaxLocalDiskSize), `needs LMCache: '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}' in --kv-transfer-config`)
 	case s.MooncakeConfig != "" && (conn == nil || conn.name != mooncakeConnector):
 		return nil, bad("mooncake-config", s.MooncakeConfig, `needs '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}' in --kv-transfer-config`)
@@ -86,21 +89,20 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	if size == 0 && conn == nil {
 		return nil, nil
 	}
-	if conn != nil && conn.name == mooncakeConnector {
-		return r.resolveMooncake(conn)
-	}
-	d := r.Deployment
-	world := float64(max(d.TP, 1) * max(d.PP, 1))
 	bs := r.Engine.BlockSize
 	blockBytes := r.Memory.KVBytesPerToken * float64(bs) // one GPU block on one rank
 	if blockBytes <= 0 {
 		return nil, &InputError{Msg: "KV offload: the memory plan has no KV bytes per token"}
 	}
+	if conn != nil && conn.name == mooncakeConnector {
+		return r.resolveMooncake(conn, blockBytes)
+	}
+	d := r.Deployment
+	world := float64(max(d.TP, 1) * max(d.PP, 1))
 	bw := r.Chip.HostLinkBW
 	oc := &engine.OffloadConfig{
 		BlockBytes: int64(math.Ceil(blockBytes)), LinkBW: bw, LinkLatency: hostCopyLatency, Policy: kvtier.LRU,
 	}
-	lmcache := backend == "lmcache" || (conn != nil && conn.kind == engine.OffloadLMCache)
 	if lmcache {
 		oc.Connector = engine.OffloadLMCache
 		oc.Store = engine.StorePromptOnly
@@ -133,6 +135,9 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	}
 	oc.Connector = engine.OffloadNative
 	oc.BlocksPerChunk = 1
+	// OffloadingSpec's offload_prompt_only defaults to true
+	// (vllm/v1/kv_offload/base.py): the output's chunks are not stored.
+	oc.Store = engine.StorePromptOnly
 	cpuBytes := size * (1 << 30)
 	var numBlocks int
 	if conn != nil {
@@ -186,6 +191,13 @@ func (r *Resolved) nativeExtra(conn *offloadConn, oc *engine.OffloadConfig) (cpu
 		return 0, true, fmt.Errorf("%s %v: not a number", k, v)
 	}
 	bs := r.Engine.BlockSize
+	// vLLM's build_offloading_config (vllm/v1/kv_offload) takes the chunk
+	// as tokens (block_size) or GPU blocks (blocks_per_chunk), and
+	// refuses both.
+	_, hasSize := conn.extra["block_size"]
+	if _, hasBlocks := conn.extra["blocks_per_chunk"]; hasSize && hasBlocks {
+		return fail("block_size and blocks_per_chunk: give only one (vLLM rejects both)")
+	}
 	if v, ok, err := num("block_size"); err != nil {
 		return fail(err.Error())
 	} else if ok {
@@ -228,8 +240,8 @@ func (r *Resolved) nativeExtra(conn *offloadConn, oc *engine.OffloadConfig) (cpu
 	if v, ok := conn.extra["offload_prompt_only"]; ok {
 		if b, isBool := v.(bool); !isBool {
 			return fail(fmt.Sprintf("offload_prompt_only %v: true or false", v))
-		} else if b {
-			oc.Store = engine.StorePromptOnly
+		} else if !b {
+			oc.Store = engine.StoreAll
 		}
 	}
 	switch spec := fmt.Sprint(conn.extra["spec_name"]); {
@@ -259,7 +271,7 @@ func (r *Resolved) nativeExtra(conn *offloadConn, oc *engine.OffloadConfig) (cpu
 	}
 	var other []string
 	for k := range conn.extra {
-		if !containsString(offloadKeys, k) {
+		if !slices.Contains(offloadKeys, k) {
 			other = append(other, k)
 		}
 	}
@@ -308,7 +320,7 @@ func parseStorage(s string, capacity bool) (engine.OffloadTier, error) {
 		if ok && k == "capacity_gib" && !capacity {
 			return engine.OffloadTier{}, fmt.Errorf("capacity_gib: LMCache's disk is sized by --lmcache-max-local-disk-size; give only read_gbps, write_gbps and latency_ms")
 		}
-		if !ok || !containsString(want, k) {
+		if !ok || !slices.Contains(want, k) {
 			return engine.OffloadTier{}, fmt.Errorf("%q: want key=value with keys %s", part, strings.Join(want, ", "))
 		}
 		f, err := strconv.ParseFloat(v, 64)
@@ -326,15 +338,6 @@ func parseStorage(s string, capacity bool) (engine.OffloadTier, error) {
 		Chunks: int(got["capacity_gib"]), ReadBW: got["read_gbps"] * 1e9, WriteBW: got["write_gbps"] * 1e9,
 		Latency: time.Duration(got["latency_ms"] * float64(time.Millisecond)),
 	}, nil
-}
-
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // lmcacheDiskTier names LMCache's local disk tier (LocalDiskBackend),

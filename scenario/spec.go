@@ -91,7 +91,7 @@ func matchPreset(model, method string) (specdecode.Profile, bool) {
 	var best specdecode.Profile
 	found := false
 	for _, pr := range specdecode.Presets() { // sorted by name
-		if !strings.EqualFold(pr.TargetModel, model) || !strings.Contains(pr.Method, method) {
+		if !strings.EqualFold(pr.TargetModel, model) || presetMethod(pr.Method) != method {
 			continue
 		}
 		if !found || (best.FromMean && !pr.FromMean) {
@@ -99,6 +99,21 @@ func matchPreset(model, method string) (specdecode.Profile, bool) {
 		}
 	}
 	return best, found
+}
+
+// presetMethod is the vLLM method a preset measured: the first word of
+// its Method ("mtp (MRv2)" is mtp), EAGLE-1's "eagle1" being vLLM's
+// eagle. A whole-word match keeps an eagle3 preset from standing in for
+// eagle.
+func presetMethod(m string) string {
+	f := strings.Fields(strings.ToLower(m))
+	switch {
+	case len(f) == 0:
+		return ""
+	case f[0] == "eagle1":
+		return "eagle"
+	}
+	return f[0]
 }
 
 // kernelSpec is what the step pricer needs: the proposer, k and the draft.

@@ -68,6 +68,11 @@ func TestSpeculationBadInput(t *testing.T) {
 			s.SpecAcceptance = "mean:9"
 		}, "--spec-acceptance \"mean:9\""},
 		{func(s *Scenario) { s.SpeculativeConfig = `{"method":"mtp","num_speculative_tokens":1}` }, "--speculative-config"},
+		// EAGLE-1 is not EAGLE-3: the target's eagle3 presets do not stand in.
+		{func(s *Scenario) {
+			s.Model = "meta-llama/Llama-3.1-8B-Instruct"
+			s.SpeculativeConfig = `{"method":"eagle","model":"yuhuili/EAGLE-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}`
+		}, "no measured acceptance preset for meta-llama/Llama-3.1-8B-Instruct with method eagle"},
 	} {
 		_, err := resolveWith(t, tc.mod)
 		if err == nil || !IsInputError(err) || !strings.Contains(err.Error(), tc.want) {
@@ -89,10 +94,14 @@ func TestOffloadResolves(t *testing.T) {
 		policy    kvtier.Policy
 		secondary int
 	}{
-		{"--kv-offloading-size", func(s *Scenario) { s.KVOffloadingSize = 10 }, engine.OffloadNative, 1, int(10 * (1 << 30) / (perToken * 16)), engine.StoreAll, kvtier.LRU, 0},
+		// vLLM's OffloadingSpec defaults offload_prompt_only to true.
+		{"--kv-offloading-size", func(s *Scenario) { s.KVOffloadingSize = 10 }, engine.OffloadNative, 1, int(10 * (1 << 30) / (perToken * 16)), engine.StorePromptOnly, kvtier.LRU, 0},
 		{"OffloadingConnector with a 64-token block and ARC", func(s *Scenario) {
 			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":10737418240,"block_size":64,"eviction_policy":"arc"}}`
-		}, engine.OffloadNative, 4, int(10 * (1 << 30) / (perToken * 64)), engine.StoreAll, kvtier.ARC, 0},
+		}, engine.OffloadNative, 4, int(10 * (1 << 30) / (perToken * 64)), engine.StorePromptOnly, kvtier.ARC, 0},
+		{"OffloadingConnector storing output too", func(s *Scenario) {
+			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":10737418240,"offload_prompt_only":false}}`
+		}, engine.OffloadNative, 1, int(10 * (1 << 30) / (perToken * 16)), engine.StoreAll, kvtier.LRU, 0},
 		{"MultiConnector, NIXL and CPU, prompt only", func(s *Scenario) {
 			s.KVTransferConfig = `{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"num_cpu_blocks":500,"offload_prompt_only":true}}]}}`
 		}, engine.OffloadNative, 1, 500, engine.StorePromptOnly, kvtier.LRU, 0},
@@ -103,7 +112,7 @@ func TestOffloadResolves(t *testing.T) {
 		{"a filesystem tier behind the CPU", func(s *Scenario) {
 			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":10737418240,"block_size":256,"secondary_tiers":[{"type":"fs","root_dir":"/mnt/kv"}]}}`
 			s.KVOffloadStorage = "capacity_gib=100,read_gbps=4,write_gbps=2,latency_ms=0.5"
-		}, engine.OffloadNative, 16, int(10 * (1 << 30) / (perToken * 256)), engine.StoreAll, kvtier.LRU, 1},
+		}, engine.OffloadNative, 16, int(10 * (1 << 30) / (perToken * 256)), engine.StorePromptOnly, kvtier.LRU, 1},
 	} {
 		r, err := resolveWith(t, tc.mod)
 		if err != nil {
@@ -152,6 +161,9 @@ func TestOffloadBadInput(t *testing.T) {
 		{func(s *Scenario) {
 			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1e10,"block_size":24}}`
 		}, "multiple of --block-size 16"},
+		{func(s *Scenario) {
+			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1e10,"block_size":64,"blocks_per_chunk":4}}`
+		}, "block_size and blocks_per_chunk"},
 		{func(s *Scenario) {
 			s.KVTransferConfig = `{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1e10,"secondary_tiers":[{"type":"fs"}]}}`
 		}, "--kv-offload-storage: required"},

@@ -46,6 +46,10 @@ func TestExamplesRun(t *testing.T) {
 					t.Errorf("%s: no %q report:\n%s\n%s", strings.TrimSpace(want.key), want.report, errOut, out)
 				}
 			}
+			// A cluster run also says so on stderr, with its router.
+			if strings.Contains(out, "Replicas (router: ") && !strings.Contains(errOut, "cluster: ") {
+				t.Errorf("no cluster line on stderr:\n%s", errOut)
+			}
 		})
 	}
 }

@@ -48,17 +48,17 @@ type offloadJSON struct {
 	HitRate float64 `json:"hit_rate"`
 	// TierHits counts chunks loaded from each tier: the CPU tier first,
 	// then the secondary tiers in order (a fourth entry sums any later).
-	TierHits      []int64  `json:"tier_hits"`
-	TierNames     []string `json:"tier_names"`
-	StoredBytes   int64    `json:"stored_bytes"`
-	LoadedBytes   int64    `json:"loaded_bytes"`
-	Stores        int64    `json:"stores"`
-	Loads         int64    `json:"loads"`
-	MeanLoadMs    float64  `json:"mean_load_ms"`
+	TierHits    []int64  `json:"tier_hits"`
+	TierNames   []string `json:"tier_names"`
+	StoredBytes int64    `json:"stored_bytes"`
+	LoadedBytes int64    `json:"loaded_bytes"`
+	Stores      int64    `json:"stores"`
+	Loads       int64    `json:"loads"`
+	MeanLoadMs  float64  `json:"mean_load_ms"`
 	// LoadsInStep: the connector (LMCache) loads inside the step, on its
 	// critical path, so a load has no wait of its own (MeanLoadMs 0).
-	LoadsInStep bool `json:"loads_in_step,omitempty"`
-	TierEvictions int64    `json:"tier_evictions"`
+	LoadsInStep   bool  `json:"loads_in_step,omitempty"`
+	TierEvictions int64 `json:"tier_evictions"`
 }
 
 // specOf reports speculative decoding for counters st of engines drafting k
@@ -152,31 +152,29 @@ func offloadTierNames(cfg *engine.OffloadConfig) []string {
 	return names
 }
 
+// defaultTierName names secondary tier i (from 1) when its config names
+// none; the last slot of OffloadTierHits counts every tier from it on.
 func defaultTierName(i int) string {
-	switch {
-	case i == 0:
-		return "CPU"
-	case i == len(engine.Stats{}.OffloadTierHits)-1:
+	if i == len(engine.Stats{}.OffloadTierHits)-1 {
 		return fmt.Sprintf("tiers %d+", i)
 	}
 	return fmt.Sprintf("tier %d", i)
 }
 
-// specK is the largest num_speculative_tokens of the run's pools.
+// specK is the largest num_speculative_tokens of the run's pools (a
+// resolved scenario always has one, its top-level deployment's when it
+// names none).
 func specK(r *scenario.Resolved) int {
-	k := r.Engine.Spec.NumTokens
+	k := 0
 	for _, p := range r.Pools {
 		k = max(k, p.Engine.Spec.NumTokens)
 	}
 	return k
 }
 
-// offloadConfig is the first pool's KV offload configuration that is set
-// (the top-level one with no pools), nil when no pool offloads.
+// offloadConfig is the first pool's KV offload configuration that is set,
+// nil when no pool offloads.
 func offloadConfig(r *scenario.Resolved) *engine.OffloadConfig {
-	if r.Engine.Offload != nil {
-		return r.Engine.Offload
-	}
 	for _, p := range r.Pools {
 		if p.Engine.Offload != nil {
 			return p.Engine.Offload
