@@ -189,7 +189,7 @@ type kvTransfer struct {
 }
 
 // kvConnectors are the connectors vLLM's KVConnectorFactory registers
-// (v0.11), by what BLIS does with them.
+// (v0.11; MooncakeStoreConnector since), by what BLIS does with them.
 var (
 	pdConnectors      = []string{"NixlConnector", "P2pNcclConnector", "MooncakeConnector"}
 	offloadConnectors = []string{"LMCacheConnectorV1", "OffloadingConnector", "MooncakeStoreConnector", "SharedStorageConnector", "LMCacheMPConnector"}
