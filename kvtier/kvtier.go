@@ -159,7 +159,7 @@ func (c *Cache) find(h uint64) (int32, bool) {
 			return i, true
 		}
 	}
-	return c.index.get(h)
+	return c.index.get(h, c.slots)
 }
 
 // New makes a tier of capacity chunks (≥ 1).
@@ -401,7 +401,7 @@ func (c *Cache) evictOne() {
 	if c.policy == LRU {
 		i = c.oldestUnpinned(listT1)
 		c.unlink(i)
-		c.index.del(c.slots[i].hash)
+		c.index.del(c.slots[i].hash, i)
 		c.push(listFree, i)
 		c.evictions++
 		return
@@ -438,7 +438,7 @@ func (c *Cache) boundGhosts() {
 		for int(c.lists[l].n) > c.capacity {
 			i := c.lists[l].head
 			c.unlink(i)
-			c.index.del(c.slots[i].hash)
+			c.index.del(c.slots[i].hash, i)
 			c.push(listFree, i)
 		}
 	}
@@ -453,7 +453,7 @@ func (c *Cache) dropGhost() int32 {
 	}
 	i := c.lists[l].head
 	c.unlink(i)
-	c.index.del(c.slots[i].hash)
+	c.index.del(c.slots[i].hash, i)
 	c.push(listFree, i)
 	return i
 }
@@ -469,56 +469,72 @@ func (c *Cache) CompleteStore(hs []uint64) {
 }
 
 // table maps a hash to its slot: open addressing, linear probing,
-// backward-shift deletion, at most half full. Slot value 0 is empty
-// (values are stored plus one).
+// backward-shift deletion, at most half full. An entry is one word: the
+// hash's fingerprint (its top 32 bits after a multiplicative mix; the
+// probe starts at the fingerprint's top bits) above the slot plus one (0:
+// empty). One word per entry keeps a probe to one cache line and the table
+// small; a fingerprint match is confirmed against the slot's hash (a slot
+// the caller reads anyway), and a deletion finds its entry by slot.
 type table struct {
-	keys []uint64
-	vals []int32
-	mask uint64
+	e     []uint64
+	mask  uint64
+	shift uint8 // 32 − log2(len(e))
 }
 
 func newTable(n int) table {
-	size := 1 << bits.Len(uint(2*max(n, 4)-1))
-	return table{keys: make([]uint64, size), vals: make([]int32, size), mask: uint64(size - 1)}
+	b := bits.Len(uint(2*max(n, 4) - 1))
+	return table{e: make([]uint64, 1<<b), mask: 1<<b - 1, shift: uint8(32 - b)}
 }
 
-func (t *table) home(k uint64) uint64 { return (k * 0x9e3779b97f4a7c15) >> 20 & t.mask }
+// fp is k's fingerprint.
+func fp(k uint64) uint32 { return uint32((k * 0x9e3779b97f4a7c15) >> 32) }
 
-func (t *table) get(k uint64) (int32, bool) {
-	for i := t.home(k); ; i = (i + 1) & t.mask {
-		if t.vals[i] == 0 {
+func (t *table) home(f uint32) uint64 { return uint64(f >> t.shift) }
+
+// get is k's slot, confirmed in slots.
+func (t *table) get(k uint64, slots []slot) (int32, bool) {
+	f := fp(k)
+	for i := t.home(f); ; i = (i + 1) & t.mask {
+		e := t.e[i]
+		if e == 0 {
 			return 0, false
 		}
-		if t.keys[i] == k {
-			return t.vals[i] - 1, true
+		if uint32(e>>32) == f {
+			if v := int32(uint32(e)) - 1; slots[v].hash == k {
+				return v, true
+			}
 		}
 	}
 }
 
+// put indexes slot v under k, which the table does not hold.
 func (t *table) put(k uint64, v int32) {
-	i := t.home(k)
-	for t.vals[i] != 0 && t.keys[i] != k {
+	f := fp(k)
+	i := t.home(f)
+	for t.e[i] != 0 {
 		i = (i + 1) & t.mask
 	}
-	t.keys[i], t.vals[i] = k, v+1
+	t.e[i] = uint64(f)<<32 | uint64(uint32(v+1))
 }
 
-func (t *table) del(k uint64) {
-	i := t.home(k)
-	for t.keys[i] != k || t.vals[i] == 0 {
-		if t.vals[i] == 0 {
+// del drops k's entry, which names slot v.
+func (t *table) del(k uint64, v int32) {
+	want := uint64(fp(k))<<32 | uint64(uint32(v+1))
+	i := t.home(fp(k))
+	for t.e[i] != want {
+		if t.e[i] == 0 {
 			return
 		}
 		i = (i + 1) & t.mask
 	}
-	for j := (i + 1) & t.mask; t.vals[j] != 0; j = (j + 1) & t.mask {
-		h := t.home(t.keys[j])
+	for j := (i + 1) & t.mask; t.e[j] != 0; j = (j + 1) & t.mask {
+		h := t.home(uint32(t.e[j] >> 32))
 		if (j-h)&t.mask >= (j-i)&t.mask {
-			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			t.e[i] = t.e[j]
 			i = j
 		}
 	}
-	t.vals[i] = 0
+	t.e[i] = 0
 }
 
 // Link is a FIFO transfer queue at a fixed bandwidth: a host link in one
