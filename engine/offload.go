@@ -78,10 +78,10 @@ type OffloadStore uint8
 
 const (
 	// StoreAll stores every chunk as it fills, output included (vLLM's
-	// OffloadingConnector).
+	// OffloadingConnector with offload_prompt_only false).
 	StoreAll OffloadStore = iota
-	// StorePromptOnly stores the prompt's chunks only (llm-d's prefill pods:
-	// offload_prompt_only; LMCache's default).
+	// StorePromptOnly stores the prompt's chunks only (the
+	// OffloadingConnector's default, offload_prompt_only true; LMCache's).
 	StorePromptOnly
 )
 
@@ -234,11 +234,12 @@ type offload struct {
 	freeTr   []int32
 	spare    [][]uint64
 	keys     []uint64
-	scratch  []uint64
 	seq      uint64
 
-	stepH2D, stepD2H, stepSec time.Duration // LMCache: transfer time inside the step being scheduled
-	now                       time.Duration // the last time the engine was told
+	// LMCache: transfer time inside the step being scheduled, host link
+	// each way and secondary-tier reads.
+	stepH2D, stepD2H, stepSecondary time.Duration
+	now                             time.Duration // the last time the engine was told
 }
 
 func newOffload(c Config) (*offload, error) {
@@ -444,7 +445,7 @@ func (e *Engine) offloadInStep(r *Request, gpuTok, ext, fromSec int) {
 	start, end := gpuTok/o.chunkTok, (gpuTok+ext)/o.chunkTok
 	j := job{hs: append(o.hashes(), e.chunkKeys(r, start, end)...)}
 	o.cpu.PrepareLoad(j.hs)
-	o.stepSec = max(o.stepSec, e.readSecondary(&j, -1, len(j.hs)-fromSec))
+	o.stepSecondary = max(o.stepSecondary, e.readSecondary(&j, -1, len(j.hs)-fromSec))
 	o.cpu.CompleteLoad(j.hs) // the promoted chunks are still being stored: left alone
 	o.cpu.CompleteStore(j.promote)
 	o.recycle(j.promote)
@@ -461,7 +462,7 @@ func (e *Engine) offloadInStep(r *Request, gpuTok, ext, fromSec int) {
 // in-step transfer time starts from zero.
 func (e *Engine) offloadStep(now time.Duration) {
 	e.offloadAdvance(now)
-	e.off.stepH2D, e.off.stepD2H, e.off.stepSec = 0, 0, 0
+	e.off.stepH2D, e.off.stepD2H, e.off.stepSecondary = 0, 0, 0
 }
 
 // offloadAdmitted records r's admission at now with gpuTok tokens from
@@ -710,7 +711,7 @@ func (e *Engine) StepTransferTime() time.Duration {
 	if o == nil {
 		return 0
 	}
-	t := o.stepSec
+	t := o.stepSecondary
 	if o.stepH2D > 0 {
 		t += o.stepH2D + o.cfg.LinkLatency
 	}
