@@ -383,7 +383,10 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	o.seq++
 	j := job{r: r, id: o.seq, hs: append(o.hashes(), e.chunkKeys(r, start, end)...)}
 	r.off.loadID, r.off.loadTok = j.id, gpuTok+ext
-	r.off.nextStore = max(r.off.nextStore, end)
+	// Stores resume after the loaded chunks (update_state_after_alloc sets
+	// _next_stored_block_idx): a preempted request whose stored chunks
+	// were partly evicted stores those again as it recomputes them.
+	r.off.nextStore = end
 	for _, h := range j.hs {
 		o.loading[h]++
 	}
@@ -500,10 +503,10 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 	var stored []uint64
 	var ev int
 	var ok bool
-	if r.Private && o.cfg.CPU == nil {
+	if r.Private && r.Preemptions == 0 && o.cfg.CPU == nil {
 		// No other request has these chunks (Private), and r has not
-		// stored them (nextStore only grows): the engine's own tier
-		// cannot hold them.
+		// stored them (before a preemption nextStore only grows; a load
+		// after one can lower it): the engine's own tier cannot hold them.
 		stored, ev, ok = o.cpu.PrepareStoreFresh(keys, o.hashes())
 	} else {
 		stored, ev, ok = o.cpu.PrepareStore(keys, o.hashes())

@@ -644,3 +644,39 @@ func TestOffloadSharedTierLinkContends(t *testing.T) {
 		t.Errorf("own links: loads %v, %v; shared read link: %v, %v (the second should wait ~134 ms for the first)", a1, b1, a2, b2)
 	}
 }
+
+// TestOffloadReloadRestoresEvictedChunks: a preempted request whose stored
+// chunks were partly evicted loads the rest and stores the evicted ones
+// again as it recomputes them, as vLLM's update_state_after_alloc resets
+// _next_stored_block_idx to the loaded chunks' end.
+func TestOffloadReloadRestoresEvictedChunks(t *testing.T) {
+	c := cfg(2048, 16, 64, 16)
+	c.Offload = offCfg(8)
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req(1, 1, seg(7, 4*64+8)) // 4 chunks and a few tokens
+	if !e.Add(r, 0) {
+		t.Fatal(r.RejectReason)
+	}
+	// As after a preemption: r stored its 4 chunks, and chunks 2 and 3
+	// have since been evicted from the CPU tier.
+	r.Preemptions, r.off.nextStore = 1, 4
+	cpu := e.CPUTier().(*kvtier.Cache)
+	keys := slices.Clone(e.chunkKeys(r, 0, 4))
+	stored, _, ok := cpu.PrepareStore(keys[:2], nil)
+	if !ok || len(stored) != 2 {
+		t.Fatalf("seeding the tier: %v %v", stored, ok)
+	}
+	cpu.CompleteStore(stored)
+	drive(t, e, nil)
+	if st := e.Stats(); st.OffloadLoads != 1 || st.ExternalPrefixHits != 2*64 {
+		t.Fatalf("loads %d, external hits %d: want the 2 stored chunks loaded", st.OffloadLoads, st.ExternalPrefixHits)
+	}
+	for k, h := range keys {
+		if !cpu.Ready(h) {
+			t.Errorf("chunk %d not in the CPU tier after the request recomputed it", k)
+		}
+	}
+}
