@@ -327,12 +327,14 @@ func (e *Engine) offloadLookup(r *Request, gpuTok int) (ext, how, fromSec int) {
 	if e.off.cfg.Connector == OffloadLMCache {
 		total = (r.NumTokens() - 1) / o.chunkTok // LMCache loads all but the last token's chunk in the step
 	}
+	// The request's chunks are touched before the hit is sized, so even
+	// one the GPU's prefix cache serves keeps them recent.
+	keys := e.chunkKeys(r, 0, total)
+	o.cpu.Touch(keys)
 	start := gpuTok / o.chunkTok
 	if total*o.chunkTok-gpuTok < o.chunkTok {
 		return 0, offNone, 0
 	}
-	keys := e.chunkKeys(r, 0, total)
-	o.cpu.Touch(keys)
 	hs := keys[start:]
 	hits := o.cpu.Lookup(hs)
 	for _, s := range o.sec {
