@@ -324,7 +324,7 @@ func (e *Engine) offloadLookup(r *Request, gpuTok int) (ext, how, fromSec int) {
 		return 0, offNone, 0
 	}
 	total := r.NumTokens() / o.chunkTok
-	if e.off.cfg.Connector == OffloadLMCache {
+	if o.cfg.Connector == OffloadLMCache {
 		total = (r.NumTokens() - 1) / o.chunkTok // LMCache loads all but the last token's chunk in the step
 	}
 	// The request's chunks are touched before the hit is sized, so even
@@ -574,9 +574,7 @@ func (e *Engine) writeThrough(hs []uint64, at time.Duration) {
 // lets go of its stores and of its load in flight.
 func (e *Engine) offloadHold(r *Request) bool {
 	o := e.off
-	if r.off.loadID != 0 {
-		r.off.loadID = 0 // the load still completes, for nobody
-	}
+	r.off.loadID = 0 // a load in flight still completes, for nobody
 	o.cpu.ReleaseRun(&r.off.run)
 	if r.off.tracker == 0 {
 		return false
