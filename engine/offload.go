@@ -324,15 +324,17 @@ func (e *Engine) offloadLookup(r *Request, gpuTok int) (ext, how, fromSec int) {
 		return 0, offNone, 0
 	}
 	total := r.NumTokens() / o.chunkTok
-	if e.off.cfg.Connector == OffloadLMCache {
+	if o.cfg.Connector == OffloadLMCache {
 		total = (r.NumTokens() - 1) / o.chunkTok // LMCache loads all but the last token's chunk in the step
 	}
+	// The request's chunks are touched before the hit is sized, so even
+	// one the GPU's prefix cache serves keeps them recent.
+	keys := e.chunkKeys(r, 0, total)
+	o.cpu.Touch(keys)
 	start := gpuTok / o.chunkTok
 	if total*o.chunkTok-gpuTok < o.chunkTok {
 		return 0, offNone, 0
 	}
-	keys := e.chunkKeys(r, 0, total)
-	o.cpu.Touch(keys)
 	hs := keys[start:]
 	hits := o.cpu.Lookup(hs)
 	for _, s := range o.sec {
@@ -383,7 +385,10 @@ func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hit
 	o.seq++
 	j := job{r: r, id: o.seq, hs: append(o.hashes(), e.chunkKeys(r, start, end)...)}
 	r.off.loadID, r.off.loadTok = j.id, gpuTok+ext
-	r.off.nextStore = max(r.off.nextStore, end)
+	// Stores resume after the loaded chunks (update_state_after_alloc sets
+	// _next_stored_block_idx): a preempted request whose stored chunks
+	// were partly evicted stores those again as it recomputes them.
+	r.off.nextStore = end
 	for _, h := range j.hs {
 		o.loading[h]++
 	}
@@ -500,10 +505,10 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 	var stored []uint64
 	var ev int
 	var ok bool
-	if r.Private && o.cfg.CPU == nil {
+	if r.Private && r.Preemptions == 0 && o.cfg.CPU == nil {
 		// No other request has these chunks (Private), and r has not
-		// stored them (nextStore only grows): the engine's own tier
-		// cannot hold them.
+		// stored them (before a preemption nextStore only grows; a load
+		// after one can lower it): the engine's own tier cannot hold them.
 		stored, ev, ok = o.cpu.PrepareStoreFresh(keys, o.hashes())
 	} else {
 		stored, ev, ok = o.cpu.PrepareStore(keys, o.hashes())
@@ -569,9 +574,7 @@ func (e *Engine) writeThrough(hs []uint64, at time.Duration) {
 // lets go of its stores and of its load in flight.
 func (e *Engine) offloadHold(r *Request) bool {
 	o := e.off
-	if r.off.loadID != 0 {
-		r.off.loadID = 0 // the load still completes, for nobody
-	}
+	r.off.loadID = 0 // a load in flight still completes, for nobody
 	o.cpu.ReleaseRun(&r.off.run)
 	if r.off.tracker == 0 {
 		return false

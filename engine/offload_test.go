@@ -644,3 +644,75 @@ func TestOffloadSharedTierLinkContends(t *testing.T) {
 		t.Errorf("own links: loads %v, %v; shared read link: %v, %v (the second should wait ~134 ms for the first)", a1, b1, a2, b2)
 	}
 }
+
+// TestOffloadReloadRestoresEvictedChunks: a preempted request whose stored
+// chunks were partly evicted loads the rest and stores the evicted ones
+// again as it recomputes them, as vLLM's update_state_after_alloc resets
+// _next_stored_block_idx to the loaded chunks' end.
+func TestOffloadReloadRestoresEvictedChunks(t *testing.T) {
+	c := cfg(2048, 16, 64, 16)
+	c.Offload = offCfg(8)
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req(1, 1, seg(7, 4*64+8)) // 4 chunks and a few tokens
+	if !e.Add(r, 0) {
+		t.Fatal(r.RejectReason)
+	}
+	// As after a preemption: r stored its 4 chunks, and chunks 2 and 3
+	// have since been evicted from the CPU tier.
+	r.Preemptions, r.off.nextStore = 1, 4
+	cpu := e.CPUTier().(*kvtier.Cache)
+	keys := slices.Clone(e.chunkKeys(r, 0, 4))
+	stored, _, ok := cpu.PrepareStore(keys[:2], nil)
+	if !ok || len(stored) != 2 {
+		t.Fatalf("seeding the tier: %v %v", stored, ok)
+	}
+	cpu.CompleteStore(stored)
+	drive(t, e, nil)
+	if st := e.Stats(); st.OffloadLoads != 1 || st.ExternalPrefixHits != 2*64 {
+		t.Fatalf("loads %d, external hits %d: want the 2 stored chunks loaded", st.OffloadLoads, st.ExternalPrefixHits)
+	}
+	for k, h := range keys {
+		if !cpu.Ready(h) {
+			t.Errorf("chunk %d not in the CPU tier after the request recomputed it", k)
+		}
+	}
+}
+
+// TestOffloadLookupTouchesAGPUHit: the connector touches a request's
+// chunks before it sizes the hit (vLLM's get_num_new_matched_tokens), so a
+// request its GPU prefix cache serves in full still keeps its chunks in
+// the CPU tier recent: the next eviction takes another request's.
+func TestOffloadLookupTouchesAGPUHit(t *testing.T) {
+	c := cfg(2048, 16, 64, 16)
+	c.Offload = offCfg(4)
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := e.CPUTier().(*kvtier.Cache)
+	x, y := req(1, 1, seg(7, 2*64+8)), req(2, 1, seg(8, 2*64+8))
+	var keys [][]uint64
+	for _, r := range []*Request{x, y} { // x's chunks first: the least recent
+		k := slices.Clone(e.chunkKeys(r, 0, 2))
+		stored, _, ok := cpu.PrepareStore(k, nil)
+		if !ok || len(stored) != 2 {
+			t.Fatalf("seeding the tier: %v %v", stored, ok)
+		}
+		cpu.CompleteStore(stored)
+		keys = append(keys, k)
+	}
+	// x's GPU hit covers both its chunks: nothing to load.
+	if ext, how, _ := e.offloadLookup(x, 2*64); ext != 0 || how != offNone {
+		t.Fatalf("lookup after a full GPU hit: %d tokens, outcome %d", ext, how)
+	}
+	if _, ev, ok := cpu.PrepareStore([]uint64{12345}, nil); !ok || ev != 1 {
+		t.Fatalf("storing one more chunk: evicted %d, ok %v", ev, ok)
+	}
+	if !cpu.Ready(keys[0][0]) || !cpu.Ready(keys[0][1]) || cpu.Ready(keys[1][0]) {
+		t.Errorf("x's chunks ready %v %v, y's first %v: want x's kept and y's oldest evicted",
+			cpu.Ready(keys[0][0]), cpu.Ready(keys[0][1]), cpu.Ready(keys[1][0]))
+	}
+}

@@ -371,10 +371,9 @@ func (c *Cache) prepareStore(hs []uint64, dst []uint64, fresh bool) ([]uint64, i
 		if ok {
 			c.unlink(i) // a ghost entry comes back
 		} else {
+			// A slot is free: the resident chunks leave room for this
+			// one, and the ghost lists are bounded (New sizes the slots).
 			i = c.lists[listFree].head
-			if i < 0 {
-				i = c.dropGhost()
-			}
 			c.unlink(i)
 			c.slots[i].hash = h
 			c.index.put(h, i)
@@ -399,10 +398,7 @@ func (c *Cache) evictable() int { return c.Len() - c.pinned }
 func (c *Cache) evictOne() {
 	var i int32 = -1
 	if c.policy == LRU {
-		i = c.oldestUnpinned(listT1)
-		c.unlink(i)
-		c.index.del(c.slots[i].hash, i)
-		c.push(listFree, i)
+		c.forget(c.oldestUnpinned(listT1))
 		c.evictions++
 		return
 	}
@@ -436,26 +432,17 @@ func (c *Cache) oldestUnpinned(l uint8) int32 {
 func (c *Cache) boundGhosts() {
 	for _, l := range [...]uint8{listB1, listB2} {
 		for int(c.lists[l].n) > c.capacity {
-			i := c.lists[l].head
-			c.unlink(i)
-			c.index.del(c.slots[i].hash, i)
-			c.push(listFree, i)
+			c.forget(c.lists[l].head)
 		}
 	}
 }
 
-// dropGhost frees the oldest ghost entry for reuse (ARC; slots are sized so
-// one exists when no slot is free).
-func (c *Cache) dropGhost() int32 {
-	l := listB1
-	if c.lists[l].n == 0 {
-		l = listB2
-	}
-	i := c.lists[l].head
+// forget drops slot i's hash from the tier (an LRU eviction, or a ghost
+// entry beyond ARC's bound) and frees the slot.
+func (c *Cache) forget(i int32) {
 	c.unlink(i)
 	c.index.del(c.slots[i].hash, i)
 	c.push(listFree, i)
-	return i
 }
 
 // CompleteStore makes reserved chunks readable.
