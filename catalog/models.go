@@ -20,17 +20,23 @@ var modelFS embed.FS
 const (
 	originAIC  = "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce"
 	originISim = "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760"
+	// Read for numbers only, not copied: SmolLM2-360M-Instruct's shape.
+	originEntropix = "JXL884/Entropy-aware-branching@1681a7fefc01e089298a24fd23f8e622d765179c"
 )
 
 // modelEntry is one model the catalog offers: which embedded folder holds
 // its config, the Hugging Face id it is known by, and short aliases. The
 // lower-cased id and the lower-cased name after the slash are aliases too.
 type modelEntry struct {
-	dir     string // folder under models/, "<org>--<name>"
-	id      string // Hugging Face id; "" = dir with "--" read as "/"
-	origin  string // repository@commit the file was copied from
-	path    string // its path there ("" = aiconfigurator's naming)
-	twin    string // set when the config is another model's of the same architecture
+	dir    string // folder under models/, "<org>--<name>"
+	id     string // Hugging Face id; "" = dir with "--" read as "/"
+	origin string // repository@commit the file was copied from
+	path   string // its path there ("" = aiconfigurator's naming)
+	twin   string // set when the config is another model's of the same architecture
+	// written is set when no source held the whole file: the config was
+	// written from the numbers of the sources it names (repo@commit), and
+	// models/PROVENANCE.md says which field came from where.
+	written string
 	aliases []string
 }
 
@@ -61,6 +67,9 @@ var modelTable = []modelEntry{
 	{dir: "codellama--CodeLlama-34b-Instruct-hf", origin: originISim, path: "model_configs/codellama-34b-instruct-hf/config.json",
 		aliases: []string{"codellama-34b-instruct", "codellama-34b"}},
 	{dir: "01-ai--Yi-34B", origin: originISim, path: "model_configs/yi-34b/config.json"},
+	{dir: "HuggingFaceTB--SmolLM2-360M-Instruct", origin: originEntropix,
+		written: originEntropix + " entropix/models/smollm.py (its SmolLM2-360M-Instruct shape numbers), checked against the published 361,821,120 parameters",
+		aliases: []string{"smollm2-360m"}},
 
 	{dir: "Qwen--Qwen3-0.6B", origin: originAIC},
 	{dir: "Qwen--Qwen3-8B", origin: originAIC},
@@ -71,11 +80,18 @@ var modelTable = []modelEntry{
 	{dir: "Qwen--Qwen3-235B-A22B", origin: originAIC, aliases: []string{"qwen3-235b"}},
 	{dir: "Qwen--Qwen3-235B-A22B-FP8", origin: originAIC, aliases: []string{"qwen3-235b-fp8"}},
 	{dir: "Qwen--Qwen3-Coder-480B-A35B-Instruct", origin: originAIC, aliases: []string{"qwen3-coder-480b"}},
+	{dir: "Qwen--Qwen3-Coder-480B-A35B-Instruct-FP8", origin: originAIC,
+		written: "the bf16 config (" + originAIC + " aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json) and the fp8 quantization_config of Qwen/Qwen3-235B-A22B-FP8 (same repo)",
+		aliases: []string{"qwen3-coder-480b-fp8"}},
 	{dir: "Qwen--Qwen2.5-7B-Instruct", origin: originISim, path: "model_configs/qwen2.5-7b-instruct/config.json",
 		aliases: []string{"qwen2.5-7b"}},
 
 	{dir: "deepseek-ai--DeepSeek-V3", origin: originAIC},
 	{dir: "deepseek-ai--DeepSeek-R1", origin: originAIC},
+	// R1-0528 is a retrained R1 with the same DeepseekV3ForCausalLM
+	// architecture (671B, MLA, 256 routed experts, one MTP layer).
+	{dir: "deepseek-ai--DeepSeek-R1", id: "deepseek-ai/DeepSeek-R1-0528", origin: originAIC,
+		twin: "deepseek-ai/DeepSeek-R1"},
 	{dir: "deepseek-ai--DeepSeek-V2-Lite", origin: originISim, path: "model_configs/deepseek-v2-lite/config.json"},
 	// MLA with DeepSeek sparse attention (the lightning indexer's top-k).
 	{dir: "deepseek-ai--DeepSeek-V3.2", origin: originAIC},
@@ -154,6 +170,9 @@ func loadModels(fsys fs.FS, table []modelEntry) modelRegistry {
 			orig = "aic-core/src/aiconfigurator_core/model_configs/" + e.dir + "_config.json"
 		}
 		m.Source = fmt.Sprintf("catalog/%s, copied from %s %s", file, e.origin, orig)
+		if e.written != "" {
+			m.Source = fmt.Sprintf("catalog/%s, written from %s (no public copy of the whole file; see models/PROVENANCE.md)", file, e.written)
+		}
 		if e.twin != "" {
 			m.Source += fmt.Sprintf(" (the config of %s, which has the same architecture; see models/PROVENANCE.md)", e.twin)
 		}

@@ -1,0 +1,149 @@
+package catalog
+
+import (
+	"bytes"
+	"io/fs"
+	"math"
+	"path"
+	"testing"
+)
+
+// graphParams counts the weights a graph's linear layers, experts and
+// embedding hold (norm weights and biases aside: under 0.1% of any model
+// here), to hand-check a config against the model's published size.
+func graphParams(g *Graph) float64 {
+	gemms := func(ops []Op) float64 {
+		var n float64
+		for _, op := range ops {
+			switch {
+			case op.Kind == OpGEMM && op.Name == "lm_head" && g.TiedEmbeddings:
+			case op.Kind == OpGEMM:
+				n += float64(op.N) * float64(op.K) * float64(max(op.Batch, 1))
+			case op.Kind == OpMoE:
+				n += float64(op.MoE.Experts) * 3 * float64(op.MoE.Hidden) * float64(op.MoE.Inter)
+			case op.Kind == OpEmbedding:
+				n += float64(op.N) * float64(op.K)
+			}
+		}
+		return n
+	}
+	total := gemms(g.Embed) + gemms(g.Head)
+	for _, k := range g.Layers {
+		total += float64(k.Count) * gemms(k.Ops)
+	}
+	return total
+}
+
+// The models a validation page names as missing: each resolves, has the
+// architecture numbers of its published checkpoint, and its stored graph
+// holds the published parameter count.
+func TestSeedPageModels(t *testing.T) {
+	tests := []struct {
+		name, id     string
+		layers       int
+		kvHeads      int
+		weightDtype  string
+		weightBlock  int
+		params       float64 // published total, 0 = not checked here
+		tol          float64
+		sameConfigAs string // a twin: the same embedded config and graph
+	}{
+		// 361,821,120 parameters (tied embeddings; the bf16 model.safetensors
+		// is 723.67 MB); the graph leaves out the 65 RMSNorm vectors (62,400).
+		{name: "smollm2-360m", id: "HuggingFaceTB/SmolLM2-360M-Instruct", layers: 32, kvHeads: 5,
+			weightDtype: "bfloat16", params: 361_821_120, tol: 0.0002},
+		// 480 B parameters, 35 B active; FP8 with 128×128 block scales.
+		{name: "qwen3-coder-480b-fp8", id: "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", layers: 62, kvHeads: 8,
+			weightDtype: "fp8", weightBlock: 128, params: 480e9, tol: 0.005},
+		{name: "deepseek-ai/deepseek-r1-0528", id: "deepseek-ai/DeepSeek-R1-0528", layers: 61, kvHeads: 1,
+			weightDtype: "fp8", weightBlock: 128, sameConfigAs: "deepseek-ai/DeepSeek-R1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := LookupModel(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ID != tt.id || m.NumLayers != tt.layers || m.NumKVHeads != tt.kvHeads || m.WeightDtype != tt.weightDtype || m.WeightBlock != tt.weightBlock {
+				t.Errorf("%s: %d layers, %d KV heads, weights %s block %d", m.ID, m.NumLayers, m.NumKVHeads, m.WeightDtype, m.WeightBlock)
+			}
+			g, err := LookupGraph(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Model != tt.id {
+				t.Errorf("graph model %s, want %s", g.Model, tt.id)
+			}
+			if tt.params > 0 {
+				if got := graphParams(g); math.Abs(got/tt.params-1) > tt.tol {
+					t.Errorf("graph holds %.6g parameters, published %.6g (±%.2g%%)", got, tt.params, 100*tt.tol)
+				}
+			}
+			if tt.sameConfigAs != "" {
+				twin, err := LookupGraph(tt.sameConfigAs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, _ := EncodeGraph(twin)
+				g.Model = twin.Model
+				b, _ := EncodeGraph(g)
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s's graph differs from %s's", tt.id, tt.sameConfigAs)
+				}
+			}
+		})
+	}
+}
+
+// The FP8 Qwen3-Coder config is the bf16 one plus a quantization_config:
+// every other key is the same.
+func TestQwen3CoderFP8MatchesBF16(t *testing.T) {
+	read := func(dir string) map[string]any {
+		data, err := fs.ReadFile(modelFS, path.Join("models", dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := decodeObject(dir, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	bf16, fp8 := read("Qwen--Qwen3-Coder-480B-A35B-Instruct"), read("Qwen--Qwen3-Coder-480B-A35B-Instruct-FP8")
+	if _, ok := fp8["quantization_config"]; !ok || len(fp8) != len(bf16)+1 {
+		t.Fatalf("fp8 config has %d keys, bf16 %d", len(fp8), len(bf16))
+	}
+	for k, v := range bf16 {
+		if !equalJSON(v, fp8[k]) {
+			t.Errorf("key %s: bf16 %v, fp8 %v", k, v, fp8[k])
+		}
+	}
+}
+
+func equalJSON(a, b any) bool {
+	switch a := a.(type) {
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalJSON(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k := range a {
+			if !equalJSON(a[k], b[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
