@@ -20,6 +20,8 @@ var modelFS embed.FS
 const (
 	originAIC  = "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce"
 	originISim = "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760"
+	// The Llama-3.3-70B-Instruct config, which later aiconfigurator commits dropped.
+	originAIC33 = "ai-dynamo/aiconfigurator@f577ab8432dfc9970fea27853a24861a6d3076cf"
 	// Read for numbers only, not copied: SmolLM2-360M-Instruct's shape.
 	originEntropix = "JXL884/Entropy-aware-branching@1681a7fefc01e089298a24fd23f8e622d765179c"
 )
@@ -62,6 +64,13 @@ var modelTable = []modelEntry{
 	{dir: "nvidia--Llama-3.1-70B-Instruct-FP8", id: "nvidia/Llama-3.3-70B-Instruct-FP8", origin: originAIC,
 		twin:    "nvidia/Llama-3.1-70B-Instruct-FP8",
 		aliases: []string{"llama-3.3-70b-instruct-fp8", "llama-3.3-70b-fp8", "llama3.3-70b-fp8"}},
+	// AMD's Quark export of Llama-3.3-70B-Instruct in vLLM's "fp8" format:
+	// per-tensor FP8 weights and static activation scales, plus calibrated
+	// k/v scales (kv_cache_scheme static) that vLLM applies only when served
+	// with --kv-cache-dtype fp8; with auto the cache stays bf16, as here.
+	{dir: "amd--Llama-3.3-70B-Instruct-FP8-KV", origin: originAIC33,
+		written: "the Llama-3.3-70B-Instruct config (" + originAIC33 + " src/aiconfigurator/model_configs/meta-llama--Llama-3.3-70B-Instruct_config.json) and the fp8 quantization_config AMD's checkpoint carries",
+		aliases: []string{"llama-3.3-70b-fp8-kv", "llama3.3-70b-fp8-kv"}},
 	{dir: "meta-llama--Llama-2-7b-hf", origin: originISim, path: "model_configs/llama-2-7b-hf/config.json",
 		aliases: []string{"llama-2-7b", "llama2-7b"}},
 	{dir: "codellama--CodeLlama-34b-Instruct-hf", origin: originISim, path: "model_configs/codellama-34b-instruct-hf/config.json",

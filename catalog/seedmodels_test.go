@@ -52,6 +52,9 @@ func TestSeedPageModels(t *testing.T) {
 		// is 723.67 MB); the graph leaves out the 65 RMSNorm vectors (62,400).
 		{name: "smollm2-360m", id: "HuggingFaceTB/SmolLM2-360M-Instruct", layers: 32, kvHeads: 5,
 			weightDtype: "bfloat16", params: 361_821_120, tol: 0.0002},
+		// 70.6 B parameters, the Llama-3.3-70B-Instruct shape; per-tensor FP8.
+		{name: "amd/llama-3.3-70b-instruct-fp8-kv", id: "amd/Llama-3.3-70B-Instruct-FP8-KV", layers: 80, kvHeads: 8,
+			weightDtype: "fp8", params: 70.55e9, tol: 0.002},
 		// 480 B parameters, 35 B active; FP8 with 128×128 block scales.
 		{name: "qwen3-coder-480b-fp8", id: "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", layers: 62, kvHeads: 8,
 			weightDtype: "fp8", weightBlock: 128, params: 480e9, tol: 0.005},
