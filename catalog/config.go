@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -125,6 +126,24 @@ func (c cfg) asInt(key string, v any) (int, error) {
 		return 0, c.errf(key, "%d is out of range [0, %d]", i, maxConfigInt)
 	}
 	return int(i), nil
+}
+
+// optPosFloat returns the key's value, a finite number above zero, or def
+// when the key is absent or null.
+func (c cfg) optPosFloat(key string, def float64) (float64, error) {
+	v, ok := c.get(key)
+	if !ok {
+		return def, nil
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return 0, c.errf(key, "is %s, want a number", jsonKind(v))
+	}
+	f, err := n.Float64()
+	if err != nil || f <= 0 || math.IsInf(f, 0) {
+		return 0, c.errf(key, "%s is not a finite number above zero", n.String())
+	}
+	return f, nil
 }
 
 // int returns the key's integer value; ok is false when absent or null.
@@ -801,6 +820,19 @@ func (c cfg) parseGraphKeys(m *Model) error {
 	}
 	if m.QKNorm, _, err = c.bool("use_qk_norm"); err != nil {
 		return err
+	}
+	if m.Architecture == "GraniteForCausalLM" {
+		for _, f := range []struct {
+			key string
+			v   *float64
+		}{
+			{"embedding_multiplier", &m.EmbeddingMultiplier}, {"residual_multiplier", &m.ResidualMultiplier},
+			{"attention_multiplier", &m.AttentionMultiplier}, {"logits_scaling", &m.LogitsScaling},
+		} {
+			if *f.v, err = c.optPosFloat(f.key, 1); err != nil {
+				return err
+			}
+		}
 	}
 	m.RotaryDim = m.HeadDim
 	if m.IsMLA() {

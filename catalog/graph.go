@@ -448,6 +448,7 @@ const (
 	srcLlama4     = "vllm/model_executor/models/llama4.py@0121c95e"
 	srcGptOss     = "vllm/model_executor/models/gpt_oss.py@a6b6cfaa"
 	srcMiniMaxM2  = "vllm/model_executor/models/minimax_m2.py@01d99586"
+	srcGranite    = "vllm/model_executor/models/granite.py@0328802b"
 )
 
 // family is how one vLLM model module builds its decoder layer.
@@ -458,7 +459,12 @@ type family struct {
 	qkNorm    string            // "": none; "head": per-head RMSNorm (Qwen3); "tp": MiniMaxText01RMSNormTP over all heads; "rope": weightless per-head RMSNorm on RoPE layers only (Llama 4)
 	sinks     bool              // attention sinks (gpt-oss)
 	sliding   bool              // honours the config's sliding layers
-	moe       moeStyle
+	// scaled: Granite's scalar multipliers. Each block's output is scaled
+	// before its residual add, so the norms take no residual (plain
+	// RMSNorm) and the scaled add is its own kernel; the embedding output
+	// and the logits are scaled too.
+	scaled bool
+	moe    moeStyle
 }
 
 type moeStyle struct {
@@ -512,7 +518,10 @@ var graphFamilies = map[string]family{
 	// weightless q/k RMSNorm after RoPE, NoPE layers globally with
 	// temperature-tuned queries; Llama4MoE: a bf16 router, top-k then
 	// sigmoid, one shared expert, one all-reduce of both.
-	"Llama4ForCausalLM": {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
+	// granite.py: Llama's layer with attention_bias (or bias) on qkv_proj and
+	// o_proj, mlp_bias on the MLP, and the four Granite multipliers.
+	"GraniteForCausalLM": {name: "granite", src: srcGranite, qkvBias: attnBias, oBias: attnBias, scaled: true},
+	"Llama4ForCausalLM":  {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
 }
 
 // shortDtype names a dtype the way graphs print it.
@@ -579,6 +588,18 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		Embed: b.embedOps(),
 		Head:  b.headOps("norm", 4, "lm_head"),
 	}
+	if f.scaled {
+		// GraniteModel.forward: hidden_states *= embedding_multiplier; the
+		// final norm takes no residual; GraniteForCausalLM's LogitsProcessor
+		// multiplies the gathered logits by 1/logits_scaling (skipped at 1).
+		g.Embed = append(g.Embed, elementwise("embedding_multiplier", b.bytes(2*b.H), ShardReplicated))
+		g.Head = b.headOps("norm", 2, "lm_head")
+		if m.LogitsScaling != 1 {
+			scale := elementwise("logits_scale", b.bytes(2*b.vocab), ShardReplicated)
+			scale.Rows = RowsSampled
+			g.Head = append(g.Head, scale)
+		}
+	}
 
 	// Classify every layer, then keep the distinct kinds in order of first appearance.
 	type kindKey struct {
@@ -644,6 +665,10 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		if m.NumNextNLayers > 0 {
 			g.Draft = b.deepseekMTP()
 		}
+	case "granite":
+		g.Notes = append(g.Notes, fmt.Sprintf("Granite's multipliers as granite.py applies them: embeddings ×%g, each block's output ×%g before its residual add "+
+			"(so the norms run without a fused residual), attention softmax scale %g (not 1/√%d), logits ÷%g", m.EmbeddingMultiplier, m.ResidualMultiplier,
+			m.AttentionMultiplier, m.HeadDim, m.LogitsScaling))
 	case "gpt_oss":
 		g.Notes = append(g.Notes, "mxfp4 quantizes only the routed experts (vLLM's Mxfp4Config); attention, router, embedding and LM head stay "+b.act)
 	}
@@ -714,6 +739,9 @@ func (b *builder) headOps(normName string, normElems int, headName string) []Op 
 // or the MoE block, each behind a fused residual-add RMSNorm (4 × hidden
 // read and written).
 func (b *builder) layerOps(moe bool, window int, nope bool) []Op {
+	if b.f.scaled {
+		return b.scaledLayerOps()
+	}
 	ops := []Op{elementwise("input_layernorm", b.bytes(4*b.H), ShardReplicated)}
 	if b.f.name == "deepseek_v2" {
 		ops = append(ops, b.mlaOps()...)
@@ -725,6 +753,20 @@ func (b *builder) layerOps(moe bool, window int, nope bool) []Op {
 		return append(ops, b.moeOps()...)
 	}
 	return append(ops, b.mlpOps("", b.m.IntermediateSize, b.m.MLPBias, true)...)
+}
+
+// scaledLayerOps mirrors GraniteDecoderLayer: a plain RMSNorm (hidden read
+// and written), attention, then residual + out × residual_multiplier as one
+// elementwise kernel (two tensors read, one written; torch.compile fuses
+// the multiply into the add), and the same around the MLP.
+func (b *builder) scaledLayerOps() []Op {
+	ops := []Op{elementwise("input_layernorm", b.bytes(2*b.H), ShardReplicated)}
+	ops = append(ops, b.attentionOps(0, false)...)
+	ops = append(ops,
+		elementwise("attn_residual_add", b.bytes(3*b.H), ShardReplicated),
+		elementwise("post_attention_layernorm", b.bytes(2*b.H), ShardReplicated))
+	ops = append(ops, b.mlpOps("", b.m.IntermediateSize, b.m.MLPBias, true)...)
+	return append(ops, elementwise("mlp_residual_add", b.bytes(3*b.H), ShardReplicated))
 }
 
 // attentionOps: QKVParallelLinear, optional q/k norms, RoPE (not on a NoPE

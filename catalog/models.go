@@ -80,6 +80,10 @@ var modelTable = []modelEntry{
 		written: originEntropix + " entropix/models/smollm.py (its SmolLM2-360M-Instruct shape numbers), checked against the published 361,821,120 parameters",
 		aliases: []string{"smollm2-360m"}},
 
+	// Llama-shaped with Granite's four scalar multipliers (granite.py).
+	{dir: "ibm-granite--granite-3.3-2b-instruct",
+		written: "public GraniteForCausalLM configs and code found by the project's source search (index ids 67169310196, 54502112063, 53141176458; repositories not named there), checked against the published 2.53 B parameters",
+		aliases: []string{"granite-3.3-2b"}},
 	{dir: "Qwen--Qwen3-0.6B", origin: originAIC},
 	{dir: "Qwen--Qwen3-8B", origin: originAIC},
 	{dir: "Qwen--Qwen3-32B", origin: originAIC},

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"strings"
 	"testing"
 )
 
@@ -149,4 +150,95 @@ func equalJSON(a, b any) bool {
 		return true
 	}
 	return a == b
+}
+
+// graniteConfig is a small GraniteForCausalLM config with extra keys
+// spliced in.
+func graniteConfig(extra string) []byte {
+	return []byte(`{"architectures": ["GraniteForCausalLM"], "model_type": "granite", "hidden_size": 256,
+		"intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+		"vocab_size": 1000, "max_position_embeddings": 4096, "tie_word_embeddings": true` + extra + `}`)
+}
+
+// The granite family: Llama's GEMMs, plain norms with a separate scaled
+// residual add per block, the embedding multiplier and, when
+// logits_scaling is not 1, the logits scale (vLLM's granite.py).
+func TestGraniteGraph(t *testing.T) {
+	layerOps := "input_layernorm,qkv_proj,rotary_emb,attn,o_proj,o_proj.all_reduce,attn_residual_add," +
+		"post_attention_layernorm,gate_up_proj,silu_and_mul,down_proj,down_proj.all_reduce,mlp_residual_add"
+	tests := []struct {
+		name      string
+		model     *Model
+		head      string
+		params    float64 // published total, 0 = not checked
+		normBytes float64 // input_layernorm bytes per token
+	}{
+		{name: "granite-3.3-2b", model: func() *Model { m, _ := LookupModel("granite-3.3-2b"); return m }(),
+			head: "norm,lm_head,logits.all_gather,logits_scale", params: 2.53e9, normBytes: 2 * 2048 * 2},
+		{name: "logits_scaling absent", model: func() *Model {
+			m, _ := ParseConfig("granite.json", graniteConfig(`, "embedding_multiplier": 12.0`))
+			return m
+		}(), head: "norm,lm_head,logits.all_gather", normBytes: 2 * 256 * 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.model == nil {
+				t.Fatal("model did not load")
+			}
+			g, err := DeriveGraph(tt.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Family != "granite" || len(g.Layers) != 1 {
+				t.Fatalf("family %s, %d layer kinds", g.Family, len(g.Layers))
+			}
+			k := &g.Layers[0]
+			if got := opNames(k.Ops); got != layerOps {
+				t.Errorf("layer ops %q, want %q", got, layerOps)
+			}
+			if got := opNames(g.Head); got != tt.head {
+				t.Errorf("head ops %q, want %q", got, tt.head)
+			}
+			if got := opNames(g.Embed); got != "embed_tokens,embed_tokens.all_reduce,embedding_multiplier" {
+				t.Errorf("embed ops %q", got)
+			}
+			if n := mustOp(t, k, "input_layernorm"); n.BytesPerToken != tt.normBytes {
+				t.Errorf("input_layernorm %g B/token, want %g", n.BytesPerToken, tt.normBytes)
+			}
+			if tt.params > 0 {
+				if got := graphParams(g); math.Abs(got/tt.params-1) > 0.005 {
+					t.Errorf("graph holds %.4g parameters, published %.4g", got, tt.params)
+				}
+			}
+		})
+	}
+}
+
+func TestGraniteMultipliers(t *testing.T) {
+	tests := []struct {
+		extra      string
+		emb, logit float64
+		err        string
+	}{
+		{extra: "", emb: 1, logit: 1},
+		{extra: `, "embedding_multiplier": 12, "logits_scaling": 8.0`, emb: 12, logit: 8},
+		{extra: `, "residual_multiplier": 0`, err: "residual_multiplier"},
+		{extra: `, "logits_scaling": "8"`, err: "logits_scaling"},
+		{extra: `, "attention_multiplier": -0.5`, err: "attention_multiplier"},
+	}
+	for _, tt := range tests {
+		m, err := ParseConfig("granite.json", graniteConfig(tt.extra))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want one naming %s", tt.extra, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.extra, err)
+		}
+		if m.EmbeddingMultiplier != tt.emb || m.LogitsScaling != tt.logit || m.ResidualMultiplier <= 0 || m.AttentionMultiplier <= 0 {
+			t.Errorf("%s: multipliers %g %g %g %g", tt.extra, m.EmbeddingMultiplier, m.ResidualMultiplier, m.AttentionMultiplier, m.LogitsScaling)
+		}
+	}
 }

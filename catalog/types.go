@@ -110,6 +110,12 @@ type Model struct {
 	AttentionBias bool // attention_bias (or bias): QKV and o_proj carry biases
 	MLPBias       bool // mlp_bias: the dense MLP's projections carry biases
 	QKNorm        bool // use_qk_norm (MiniMax-M2); Qwen3's per-head q/k norm comes with the architecture
+	// Granite's scalars (GraniteForCausalLM; 1 when the config omits one,
+	// transformers' GraniteConfig default; 0 for other architectures):
+	// the embedding output, each block's output before its residual add
+	// and the logits are multiplied (logits divided) by them, and the
+	// attention softmax scale is AttentionMultiplier instead of 1/√head_dim.
+	EmbeddingMultiplier, ResidualMultiplier, AttentionMultiplier, LogitsScaling float64
 	// RotaryDim is how many dimensions of each head RoPE rotates:
 	// rotary_dim when given, else head_dim (qk_rope_head_dim for MLA).
 	RotaryDim int
