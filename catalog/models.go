@@ -32,7 +32,7 @@ const (
 type modelEntry struct {
 	dir    string // folder under models/, "<org>--<name>"
 	id     string // Hugging Face id; "" = dir with "--" read as "/"
-	origin string // repository@commit the file was copied from
+	origin string // repository@commit the file was copied from ("" for a written config)
 	path   string // its path there ("" = aiconfigurator's naming)
 	twin   string // set when the config is another model's of the same architecture
 	// written is set when no source held the whole file: the config was
@@ -68,7 +68,7 @@ var modelTable = []modelEntry{
 	// per-tensor FP8 weights and static activation scales, plus calibrated
 	// k/v scales (kv_cache_scheme static) that vLLM applies only when served
 	// with --kv-cache-dtype fp8; with auto the cache stays bf16, as here.
-	{dir: "amd--Llama-3.3-70B-Instruct-FP8-KV", origin: originAIC33,
+	{dir: "amd--Llama-3.3-70B-Instruct-FP8-KV",
 		written: "the Llama-3.3-70B-Instruct config (" + originAIC33 + " src/aiconfigurator/model_configs/meta-llama--Llama-3.3-70B-Instruct_config.json) and the fp8 quantization_config AMD's checkpoint carries",
 		aliases: []string{"llama-3.3-70b-fp8-kv", "llama3.3-70b-fp8-kv"}},
 	{dir: "meta-llama--Llama-2-7b-hf", origin: originISim, path: "model_configs/llama-2-7b-hf/config.json",
@@ -76,7 +76,7 @@ var modelTable = []modelEntry{
 	{dir: "codellama--CodeLlama-34b-Instruct-hf", origin: originISim, path: "model_configs/codellama-34b-instruct-hf/config.json",
 		aliases: []string{"codellama-34b-instruct", "codellama-34b"}},
 	{dir: "01-ai--Yi-34B", origin: originISim, path: "model_configs/yi-34b/config.json"},
-	{dir: "HuggingFaceTB--SmolLM2-360M-Instruct", origin: originEntropix,
+	{dir: "HuggingFaceTB--SmolLM2-360M-Instruct",
 		written: originEntropix + " entropix/models/smollm.py (its SmolLM2-360M-Instruct shape numbers), checked against the published 361,821,120 parameters",
 		aliases: []string{"smollm2-360m"}},
 
@@ -93,7 +93,7 @@ var modelTable = []modelEntry{
 	{dir: "Qwen--Qwen3-235B-A22B", origin: originAIC, aliases: []string{"qwen3-235b"}},
 	{dir: "Qwen--Qwen3-235B-A22B-FP8", origin: originAIC, aliases: []string{"qwen3-235b-fp8"}},
 	{dir: "Qwen--Qwen3-Coder-480B-A35B-Instruct", origin: originAIC, aliases: []string{"qwen3-coder-480b"}},
-	{dir: "Qwen--Qwen3-Coder-480B-A35B-Instruct-FP8", origin: originAIC,
+	{dir: "Qwen--Qwen3-Coder-480B-A35B-Instruct-FP8",
 		written: "the bf16 config (" + originAIC + " aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json) and the fp8 quantization_config of Qwen/Qwen3-235B-A22B-FP8 (same repo)",
 		aliases: []string{"qwen3-coder-480b-fp8"}},
 	{dir: "Qwen--Qwen2.5-7B-Instruct", origin: originISim, path: "model_configs/qwen2.5-7b-instruct/config.json",
