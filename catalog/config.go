@@ -473,6 +473,9 @@ func (c cfg) parse(m *Model) error {
 	if err := c.parseGraphKeys(m); err != nil {
 		return err
 	}
+	if err := c.parseEngram(m); err != nil {
+		return err
+	}
 	if m.Architecture == "Llama4ForCausalLM" {
 		if err := c.parseLlama4(m); err != nil {
 			return err

@@ -131,6 +131,9 @@ type Model struct {
 	NumNextNLayers int
 	// NumMTPModules is num_mtp_modules when use_mtp is set (MiniMax-M2).
 	NumMTPModules int
+	// Engram is the model's conditional memory (engram.go); nil when it
+	// has none.
+	Engram *Engram
 }
 
 // IsMoE reports whether the model routes tokens to experts.

@@ -167,6 +167,9 @@ type Deployment struct {
 	MoEBackend string
 	// Spec is --speculative-config (zero value: no speculative decoding).
 	Spec Speculation
+	// Engram is --engram-config, where a model with Engram tables keeps
+	// them (engram.go; nil: vLLM's defaults).
+	Engram *EngramPlacement
 }
 
 // Speculation is what the step pricer needs of vLLM's

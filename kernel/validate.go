@@ -30,6 +30,9 @@ func Validate(d Deployment) error {
 	if err := validatePP(d); err != nil {
 		return err
 	}
+	if err := validateEngram(d); err != nil {
+		return err
+	}
 	if d.DP < 0 {
 		return fmt.Errorf("--data-parallel-size %d must be ≥ 1", d.DP)
 	}

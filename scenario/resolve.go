@@ -199,6 +199,9 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		AsyncScheduling: s.AsyncScheduling, ExpertParallel: s.EnableExpertParallel,
 		MoEBackend: s.MoEBackend, All2AllBackend: s.All2AllBackend,
 	}
+	if r.Deployment.Engram, err = parseEngramConfig(s.EngramConfig); err != nil {
+		return err
+	}
 	async := s.AsyncScheduling
 	if pp := s.PipelineParallelSize; pp > 1 {
 		if s.DataParallelSize > 1 {

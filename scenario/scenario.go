@@ -58,6 +58,9 @@ type Scenario struct {
 	// BLIS's acceptance schedule for it.
 	SpeculativeConfig string
 	SpecAcceptance    string
+	// EngramConfig is vLLM's --engram-config JSON (engram.go): where a
+	// model's Engram tables live.
+	EngramConfig string
 	// KV offload (offload.go): vLLM's shortcut flags, and LMCache's local
 	// CPU size (LMCACHE_MAX_LOCAL_CPU_SIZE, GB per worker).
 	KVOffloadingSize       float64 // GiB over the replica's GPUs (0 = off)
@@ -352,6 +355,7 @@ func (s *Scenario) Settings() []Setting {
 		{Name: "speculative-config", Group: "serve", Value: stringValue{&s.SpeculativeConfig}, Usage: `vLLM's speculative decoding config as JSON, e.g. '{"method":"eagle3","model":"…","num_speculative_tokens":3}' or '{"method":"mtp","num_speculative_tokens":1}'; methods mtp, eagle, eagle3, draft_model, ngram, suffix; the draft passes are priced from the draft's layers, acceptance from --spec-acceptance`, Zero: "none"},
 		{Name: "spec-acceptance", Group: "serve", Value: stringValue{&s.SpecAcceptance}, Usage: "BLIS: how often drafts are accepted: a measured preset (`blis spec presets`), mean:A (mean acceptance length A, i.i.d. per position), rates:u1,u2,… (per-position acceptance rates), or counts:drafts,acc1,acc2,… (measured counts); add ,replay to replay the schedule deterministically instead of sampling it", Zero: "the preset measured for the model and method when there is one, else required"},
 		{Name: "kv-offloading-size", Group: "serve", Value: floatValue{&s.KVOffloadingSize}, Usage: "GiB of CPU memory for offloaded KV blocks over the replica's GPUs (vLLM's cpu_bytes_to_use), with --kv-offloading-backend", Zero: "no offload"},
+		{Name: "engram-config", Group: "serve", Value: stringValue{&s.EngramConfig}, Usage: `vLLM's Engram table placement as JSON, for a model with Engram layers (DeepSeek-V4.1), e.g. '{"cpu_offload":false}': cpu_offload (tables in pinned host memory, rows gathered over the host link, overlapped with the layers before them), enable_engram_dp_sharding, enable_engram_dp_shared_memory`, Zero: `vLLM's: '{"cpu_offload":true,"enable_engram_dp_sharding":true}'`},
 		{Name: "kv-offloading-backend", Group: "serve", Value: stringValue{&s.KVOffloadingBackend}, Usage: "native (vLLM's OffloadingConnector) or lmcache (LMCacheConnectorV1)", Zero: "native"},
 		{Name: "lmcache-max-local-cpu-size", Group: "serve", Value: floatValue{&s.LMCacheMaxLocalCPUSize}, Usage: "LMCache's LMCACHE_MAX_LOCAL_CPU_SIZE: GB of CPU KV cache per GPU worker, for an LMCacheConnectorV1 in --kv-transfer-config", Zero: "LMCache's default, 5"},
 		{Name: "lmcache-max-local-disk-size", Group: "serve", Value: floatValue{&s.LMCacheMaxLocalDiskSize}, Usage: "LMCache's LMCACHE_MAX_LOCAL_DISK_SIZE: GB of local disk KV cache per GPU worker behind its CPU cache (LMCACHE_LOCAL_DISK), its bandwidth from --kv-offload-storage", Zero: "no disk tier"},
