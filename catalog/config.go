@@ -431,10 +431,13 @@ func (c cfg) parse(m *Model) error {
 	if m.MaxPositions, err = c.posInt("max_position_embeddings"); err != nil {
 		return err
 	}
-	if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
+	if m.Architecture == "OPTForCausalLM" {
+		if err := c.parseOPT(m); err != nil { // config_opt.go
+			return err
+		}
+	} else if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
 		return err
-	}
-	if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
+	} else if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
 		return err
 	}
 
@@ -818,8 +821,10 @@ func (c cfg) parseGraphKeys(m *Model) error {
 		}
 		m.AttentionBias = m.AttentionBias || b
 	}
-	if m.MLPBias, _, err = c.bool("mlp_bias"); err != nil {
+	if b, ok, err := c.bool("mlp_bias"); err != nil {
 		return err
+	} else if ok {
+		m.MLPBias = b
 	}
 	if m.QKNorm, _, err = c.bool("use_qk_norm"); err != nil {
 		return err

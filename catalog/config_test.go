@@ -201,6 +201,9 @@ func FuzzParseConfig(f *testing.F) {
 		if m.SlidingWindowLayers > m.NumLayers || (m.SlidingWindowLayers > 0 && m.SlidingWindow < 1) {
 			t.Fatalf("accepted sliding window %d on %d layers", m.SlidingWindow, m.SlidingWindowLayers)
 		}
+		if m.UngatedMLP && (m.IntermediateSize < 1 || m.LearnedPositions != m.MaxPositions+optPositionOffset || !m.TieEmbeddings) {
+			t.Fatalf("accepted OPT numbers: %+v", m)
+		}
 		if !(m.WeightBytesPerParam > 0 && m.AttnWeightBytesPerParam > 0 && m.DenseWeightBytesPerParam > 0 && m.DtypeBytes > 0) {
 			t.Fatalf("accepted bytes per parameter: %+v", m)
 		}

@@ -521,7 +521,9 @@ var graphFamilies = map[string]family{
 	// granite.py: Llama's layer with attention_bias (or bias) on qkv_proj and
 	// o_proj, mlp_bias on the MLP, and the four Granite multipliers.
 	"GraniteForCausalLM": {name: "granite", src: srcGranite, qkvBias: attnBias, oBias: attnBias, scaled: true},
-	"Llama4ForCausalLM":  {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
+	// opt.py: learned positions, LayerNorm, MHA with biases, fc1/ReLU/fc2 (graph_opt.go).
+	"OPTForCausalLM":    {name: "opt", src: srcOPT, qkvBias: attnBias, oBias: attnBias},
+	"Llama4ForCausalLM": {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
 }
 
 // shortDtype names a dtype the way graphs print it.
@@ -601,6 +603,10 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		}
 	}
 
+	if f.name == "opt" {
+		g.Embed, g.Head = b.optEmbedOps(), b.optHeadOps()
+	}
+
 	// Classify every layer, then keep the distinct kinds in order of first appearance.
 	type kindKey struct {
 		moe    bool
@@ -669,6 +675,9 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		g.Notes = append(g.Notes, fmt.Sprintf("Granite's multipliers as granite.py applies them: embeddings ×%g, each block's output ×%g before its residual add "+
 			"(so the norms run without a fused residual), attention softmax scale %g (not 1/√%d), logits ÷%g", m.EmbeddingMultiplier, m.ResidualMultiplier,
 			m.AttentionMultiplier, m.HeadDim, m.LogitsScaling))
+	case "opt":
+		g.Notes = append(g.Notes, fmt.Sprintf("OPT as opt.py runs it: a learned position table of %d rows (max_position_embeddings + 2) added to the token embedding, no RoPE; "+
+			"LayerNorm %s each block with its residual add as its own kernel; fc1, ReLU, fc2; the LM head is the token embedding", m.LearnedPositions, map[bool]string{true: "before", false: "after"}[m.PreLayerNorm]))
 	case "gpt_oss":
 		g.Notes = append(g.Notes, "mxfp4 quantizes only the routed experts (vLLM's Mxfp4Config); attention, router, embedding and LM head stay "+b.act)
 	}
@@ -741,6 +750,9 @@ func (b *builder) headOps(normName string, normElems int, headName string) []Op 
 func (b *builder) layerOps(moe bool, window int, nope bool) []Op {
 	if b.f.scaled {
 		return b.scaledLayerOps()
+	}
+	if b.f.name == "opt" {
+		return b.optLayerOps()
 	}
 	ops := []Op{elementwise("input_layernorm", b.bytes(4*b.H), ShardReplicated)}
 	if b.f.name == "deepseek_v2" {

@@ -84,6 +84,11 @@ var modelTable = []modelEntry{
 	{dir: "ibm-granite--granite-3.3-2b-instruct",
 		written: "public GraniteForCausalLM configs and code found by the project's source search (index ids 67169310196, 54502112063, 53141176458; repositories not named there), checked against the published 2.53 B parameters",
 		aliases: []string{"granite-3.3-2b"}},
+	// OPT (opt.py): learned positions, LayerNorm, fc1/ReLU/fc2; vLLM's
+	// default model in its examples and tests.
+	{dir: "facebook--opt-125m",
+		written: "public copies of facebook/opt-125m's config.json found by the project's source search (index ids 59461262682, 35126208054, 67322646830; repositories not named there), checked against its 125,239,296 parameters",
+		aliases: []string{"opt-125m"}},
 	{dir: "Qwen--Qwen3-0.6B", origin: originAIC},
 	{dir: "Qwen--Qwen3-8B", origin: originAIC},
 	{dir: "Qwen--Qwen3-32B", origin: originAIC},
@@ -106,6 +111,11 @@ var modelTable = []modelEntry{
 	{dir: "deepseek-ai--DeepSeek-R1", id: "deepseek-ai/DeepSeek-R1-0528", origin: originAIC,
 		twin: "deepseek-ai/DeepSeek-R1"},
 	{dir: "deepseek-ai--DeepSeek-V2-Lite", origin: originISim, path: "model_configs/deepseek-v2-lite/config.json"},
+	// The chat-tuned V2-Lite: the same DeepseekV2ForCausalLM shape (15.7 B,
+	// MLA without q_lora, 64 routed experts, top-6, 2 shared).
+	{dir: "deepseek-ai--DeepSeek-V2-Lite", id: "deepseek-ai/DeepSeek-V2-Lite-Chat", origin: originISim,
+		path: "model_configs/deepseek-v2-lite/config.json", twin: "deepseek-ai/DeepSeek-V2-Lite",
+		aliases: []string{"deepseek-v2-lite-chat"}},
 	// MLA with DeepSeek sparse attention (the lightning indexer's top-k).
 	{dir: "deepseek-ai--DeepSeek-V3.2", origin: originAIC},
 	// zhipuai/ is the organisation's former Hugging Face name, which

@@ -18,6 +18,7 @@ func graphParams(g *Graph) float64 {
 		for _, op := range ops {
 			switch {
 			case op.Kind == OpGEMM && op.Name == "lm_head" && g.TiedEmbeddings:
+			case op.Kind == OpGEMM && op.Phase == PhaseDecode: // MLA's absorbed views of kv_b_proj's weights
 			case op.Kind == OpGEMM:
 				n += float64(op.N) * float64(op.K) * float64(max(op.Batch, 1))
 			case op.Kind == OpMoE:
@@ -59,6 +60,10 @@ func TestSeedPageModels(t *testing.T) {
 		// 480 B parameters, 35 B active; FP8 with 128×128 block scales.
 		{name: "qwen3-coder-480b-fp8", id: "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", layers: 62, kvHeads: 8,
 			weightDtype: "fp8", weightBlock: 128, params: 480e9, tol: 0.005},
+		// 15.7 B parameters (DeepSeek's model card for V2-Lite and its Chat
+		// model); bf16 with MLA's latent KV (one "KV head").
+		{name: "deepseek-v2-lite-chat", id: "deepseek-ai/DeepSeek-V2-Lite-Chat", layers: 27, kvHeads: 1,
+			weightDtype: "bfloat16", params: 15.7e9, tol: 0.001, sameConfigAs: "deepseek-ai/DeepSeek-V2-Lite"},
 		{name: "deepseek-ai/deepseek-r1-0528", id: "deepseek-ai/DeepSeek-R1-0528", layers: 61, kvHeads: 1,
 			weightDtype: "fp8", weightBlock: 128, sameConfigAs: "deepseek-ai/DeepSeek-R1"},
 	}

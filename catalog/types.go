@@ -116,6 +116,16 @@ type Model struct {
 	// and the logits are multiplied (logits divided) by them, and the
 	// attention softmax scale is AttentionMultiplier instead of 1/√head_dim.
 	EmbeddingMultiplier, ResidualMultiplier, AttentionMultiplier, LogitsScaling float64
+	// OPT (OPTForCausalLM, vLLM opt.py): a non-gated MLP (fc1, the
+	// activation, fc2: 2·H·I weights, not gate/up/down's 3·H·I), a learned
+	// absolute-position table of LearnedPositions rows instead of RoPE
+	// (max_position_embeddings + opt.py's offset of 2; 0 = RoPE), LayerNorm
+	// instead of RMSNorm (with weight and bias when LayerNormAffine),
+	// before (PreLayerNorm) or after each block, and a final LayerNorm
+	// only when FinalLayerNorm.
+	UngatedMLP                                    bool
+	LearnedPositions                              int
+	PreLayerNorm, FinalLayerNorm, LayerNormAffine bool
 	// RotaryDim is how many dimensions of each head RoPE rotates:
 	// rotary_dim when given, else head_dim (qk_rope_head_dim for MLA).
 	RotaryDim int

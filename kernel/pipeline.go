@@ -110,7 +110,7 @@ func restrictShape(d Deployment, s *shape) {
 	s.Lsw = float64(sw)
 	s.Lfull = s.L - s.Lsw
 	if !d.firstStage() {
-		s.embed, s.vision = 0, 0
+		s.embed, s.vision, s.positions = 0, 0, 0 // OPTDecoder's embed_positions sits with embed_tokens
 	}
 	if !d.lastStage() {
 		s.lmHead, s.lmHeadGEMM, s.finalNorm = 0, 0, 0

@@ -48,6 +48,7 @@ type shape struct {
 	lmHeadGEMM   float64 // the LM head's GEMM parameters (counted even when tied)
 	finalNorm    float64
 	ropeCache    float64 // bytes of the cos/sin cache buffer
+	positions    float64 // a learned position table's parameters (OPT; replicated)
 	vision       float64 // a multimodal wrapper's vision-tower parameters on this rank
 
 	// Per token.
@@ -126,10 +127,26 @@ func newShape(d Deployment) shape {
 		s.kvBytesLayer = dsaKVBytesLayer(m, kvB, c.FP4FLOPS > 0)
 	}
 	s.normsLayer += 2 * H // input and post-attention RMSNorm
+	s.finalNorm = H
+	if m.LearnedPositions > 0 { // OPT: LayerNorms, weight and bias each (or none)
+		s.normsLayer, s.finalNorm = 0, 0
+		if m.LayerNormAffine {
+			s.normsLayer = 4 * H
+			if m.FinalLayerNorm {
+				s.finalNorm = 2 * H
+			}
+		}
+	}
 
-	// Gated MLPs (SwiGLU): gate, up and down, 3·H·I parameters.
-	s.denseMLP = 3 * H * float64(m.IntermediateSize) / tp
-	dense := 3 * float64(m.IntermediateSize) / tp
+	// Gated MLPs (SwiGLU): gate, up and down, 3·H·I parameters; OPT's
+	// fc1 and fc2 hold 2·H·I. The activations per token are as wide: gate/up
+	// 2I and the activation's I, or fc1's I and the activation's I.
+	mats := 3.0
+	if m.UngatedMLP {
+		mats = 2
+	}
+	s.denseMLP = mats * H * float64(m.IntermediateSize) / tp
+	dense := mats * float64(m.IntermediateSize) / tp
 	s.mlpWidth = dense
 	if m.IsMoE() {
 		// Routed experts are split over every GPU of the DP group
@@ -158,7 +175,6 @@ func newShape(d Deployment) shape {
 	if !m.TieEmbeddings {
 		s.lmHead = s.embed
 	}
-	s.finalNorm = H
 	// vLLM's rotary embedding keeps a cos/sin cache of max_position_embeddings
 	// × rotary dim in the model dtype (one per model: get_rope caches it).
 	rot := d0
@@ -166,6 +182,13 @@ func newShape(d Deployment) shape {
 		rot = float64(m.QKRopeHeadDim)
 	}
 	s.ropeCache = float64(m.MaxPositions) * rot * s.dtypeB
+	if m.LearnedPositions > 0 {
+		// OPT has no RoPE; its learned position table (opt.py's
+		// OPTLearnedPositionalEmbedding, an nn.Embedding) is replicated
+		// on every rank.
+		s.ropeCache = 0
+		s.positions = float64(m.LearnedPositions) * H
+	}
 	// vLLM shards the vision tower over the TP group like the decoder
 	// (mm_encoder_tp_mode "weights", its default) and keeps it in the
 	// model dtype.
@@ -211,7 +234,7 @@ func (s shape) weightBytes() float64 {
 	b := s.L*s.attnLinear*s.attnBpp +
 		s.Ldense*s.denseMLP*s.denseBpp +
 		s.Lmoe*(float64(s.m.NumExperts)*s.expert*s.expertBpp+s.sharedExpert*s.denseBpp+s.router*s.dtypeB) +
-		(s.L*s.normsLayer+s.finalNorm+s.embed+s.lmHead+s.vision)*s.dtypeB +
+		(s.L*s.normsLayer+s.finalNorm+s.embed+s.lmHead+s.positions+s.vision)*s.dtypeB +
 		s.ropeCache
 	return b
 }
