@@ -48,7 +48,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"top-k", string(cfgJSON(`"num_local_experts": 4, "num_experts_per_tok": 5`)), []string{`"num_experts_per_tok"`, "want 1..4"}},
 		{"top-k missing", string(cfgJSON(`"num_local_experts": 4`)), []string{`"num_experts_per_tok"`, "missing"}},
 		{"top-k disagree", string(cfgJSON(`"num_local_experts": 4, "num_experts_per_tok": 2, "experts_per_token": 1`)), []string{`"experts_per_token"`}},
-		{"quant method", string(cfgJSON(`"quantization_config": {"quant_method": "awq"}`)), []string{`"quantization_config.quant_method"`, "unsupported"}},
+		{"quant method", string(cfgJSON(`"quantization_config": {"quant_method": "bitsandbytes"}`)), []string{`"quantization_config.quant_method"`, "not modelled", "bitsandbytes"}},
 		{"mxfp4 dense", string(cfgJSON(`"quantization_config": {"quant_method": "mxfp4"}`)), []string{"MoE experts only"}},
 		{"block size", string(cfgJSON(`"quantization_config": {"quant_method": "fp8", "weight_block_size": [128]}`)), []string{`"quantization_config.weight_block_size"`}},
 		{"mla missing", string(cfgJSON(`"kv_lora_rank": 512`)), []string{`"qk_rope_head_dim"`, "missing"}},
