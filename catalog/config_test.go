@@ -183,6 +183,16 @@ func FuzzParseConfig(f *testing.F) {
 	})
 	f.Add(cfgJSON(`"layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"], "sliding_window": 8`))
 	f.Add([]byte(`{"text_config": {}}`))
+	for _, q := range []string{
+		`{"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true}`,
+		`{"quant_method": "gptq", "bits": 8, "group_size": -1, "desc_act": true, "sym": false}`,
+		`{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": {"num_bits": 8, "type": "int"}}}}`,
+		`{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}}`,
+		`{"quant_algo": "MIXED_PRECISION", "quantized_layers": {"a.experts": {"quant_algo": "NVFP4", "group_size": 16}}}`,
+		`{"quant_method": "bitsandbytes"}`,
+	} {
+		f.Add(moeQuant(q))
+	}
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseConfig("fuzz.json", data)
