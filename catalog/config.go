@@ -1142,9 +1142,21 @@ func (q cfg) applyModelOpt(m *Model, excludeKeys ...string) error {
 		return err
 	}
 	switch strings.ToUpper(algo) {
-	case "FP8":
+	case "FP8", "FP8_PER_CHANNEL_PER_TOKEN":
+		// ModelOptFp8Config.get_min_capability is 89: vLLM refuses it on
+		// Ampere, unlike its own fp8 method (Marlin there).
 		m.setQuant("modelopt", "fp8", bytesFP8, excl)
-		m.ActDtype, m.QuantScheme = "fp8", "W8A8 fp8 per-tensor (ModelOpt)"
+		m.ActDtype, m.QuantMinCapability = "fp8", 89
+		m.QuantScheme = "W8A8 fp8 per-tensor (ModelOpt)"
+		if strings.ToUpper(algo) != "FP8" {
+			m.QuantScheme = "W8A8 fp8 per-channel (ModelOpt)"
+		}
+	case "FP8_PB_WO":
+		// ModelOptFp8PbWoLinearMethod: 128×128 fp32 block scales, run as
+		// vLLM's block-fp8 GEMM with dynamic per-token-group activations.
+		m.setQuant("modelopt", "fp8", bytesFP8+bytesBlockScale/(128*128), excl)
+		m.ActDtype, m.WeightBlock, m.QuantMinCapability = "fp8", 128, 89
+		m.QuantScheme = "W8A8 fp8 128×128 blocks (ModelOpt FP8_PB_WO)"
 	case "NVFP4":
 		m.setQuant("modelopt", "nvfp4", bytesNVFP4, excl)
 		m.ActDtype, m.WeightGroup, m.QuantScheme = "nvfp4", 16, "W4A4 nvfp4 g16 (ModelOpt)"
@@ -1154,7 +1166,7 @@ func (q cfg) applyModelOpt(m *Model, excludeKeys ...string) error {
 	case "MIXED_PRECISION":
 		return q.applyModelOptMixed(m, excl)
 	default:
-		return q.errf("quant_algo", "unsupported %q (supported: FP8, NVFP4, W4A16_NVFP4, MIXED_PRECISION)", algo)
+		return q.errf("quant_algo", "unsupported %q (supported: FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, NVFP4, W4A16_NVFP4, MIXED_PRECISION)", algo)
 	}
 	return nil
 }
@@ -1222,6 +1234,8 @@ func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
 		}
 		base := strings.TrimRight(prefix, ".*")
 		switch {
+		case base == "lm_head" || hasAnySuffix(base, ".lm_head", "embed_tokens"):
+			// The LM head and embeddings are priced in the model dtype.
 		case strings.Contains(base, "shared_expert"):
 			err = assign(&dense, a, prefix)
 		case strings.Contains(base, "experts"):

@@ -63,11 +63,15 @@ func TestParseQuantFormats(t *testing.T) {
 			"compressed-tensors", "fp8", "", 1, 1, 1, 0, 0, "W8A16 fp8 per-channel (compressed-tensors)"},
 		{"modelopt nvfp4 in config.json", `{"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.*.self_attn*"]}`,
 			"modelopt", "nvfp4", "nvfp4", 0.5 + 1.0/16, 2, 0.5 + 1.0/16, 16, 0, "W4A4 nvfp4 g16 (ModelOpt)"},
+		{"modelopt fp8 per-channel", `{"quant_method": "modelopt", "quant_algo": "FP8_PER_CHANNEL_PER_TOKEN"}`,
+			"modelopt", "fp8", "fp8", 1, 1, 1, 0, 0, "W8A8 fp8 per-channel (ModelOpt)"},
+		{"modelopt fp8 blocks", `{"quant_method": "modelopt", "quant_algo": "fp8_pb_wo"}`,
+			"modelopt", "fp8", "fp8", 1 + 4.0/16384, 1 + 4.0/16384, 1 + 4.0/16384, 0, 128, "W8A8 fp8 128×128 blocks (ModelOpt FP8_PB_WO)"},
 		{"modelopt W4A16 nvfp4", `{"quant_algo": "W4A16_NVFP4"}`,
 			"modelopt", "nvfp4", "", 0.5 + 1.0/16, 0.5 + 1.0/16, 0.5 + 1.0/16, 16, 0, "W4A16 nvfp4 g16 (ModelOpt)"},
 		{"modelopt mixed: nvfp4 experts, fp8 attention", `{"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
 			"quantized_layers": {"model.layers.0.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16}, "model.layers.1.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16},
-				"model.layers.0.self_attn.qkv_proj": {"quant_algo": "FP8"}}}`,
+				"model.layers.0.self_attn.qkv_proj": {"quant_algo": "FP8"}, "lm_head": {"quant_algo": "FP8"}}}`,
 			"modelopt", "nvfp4", "nvfp4", 0.5 + 1.0/16, 1, 2, 16, 0, "mixed (ModelOpt): experts nvfp4, attention fp8, dense/shared unquantized"},
 		// DeepSeek-V4-Flash-NVFP4's config.json: ModelOpt's fields under quant_method fp8.
 		{"modelopt producer under another quant_method", `{"quant_method": "fp8", "producer": {"name": "modelopt"}, "quant_algo": "MIXED_PRECISION",
@@ -83,6 +87,9 @@ func TestParseQuantFormats(t *testing.T) {
 			if m.QuantMethod != tt.method || m.WeightDtype != tt.dtype || m.ActDtype != tt.act || m.WeightGroup != tt.group || m.WeightBlock != tt.block || m.QuantScheme != tt.scheme {
 				t.Errorf("got method %q dtype %q act %q group %d block %d scheme %q, want %q %q %q %d %d %q",
 					m.QuantMethod, m.WeightDtype, m.ActDtype, m.WeightGroup, m.WeightBlock, m.QuantScheme, tt.method, tt.dtype, tt.act, tt.group, tt.block, tt.scheme)
+			}
+			if want := map[bool]int{true: 89}[tt.method == "modelopt" && tt.dtype == "fp8"]; m.QuantMinCapability != want {
+				t.Errorf("minimum capability %d, want %d", m.QuantMinCapability, want)
 			}
 			if m.WeightBytesPerParam != tt.bpp || m.AttnWeightBytesPerParam != tt.attnBpp || m.DenseWeightBytesPerParam != tt.denseBpp {
 				t.Errorf("bytes per parameter: experts %g attention %g dense %g, want %g %g %g",

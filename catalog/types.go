@@ -58,6 +58,11 @@ type Model struct {
 	// formats (AWQ/GPTQ/compressed-tensors group_size, 16 for NVFP4, 32 for
 	// MXFP4); 0 for per-tensor, per-channel and block scales.
 	WeightGroup int
+	// QuantMinCapability is the lowest CUDA compute capability (×10) the
+	// checkpoint's vLLM quantization config accepts (its
+	// get_min_capability; 89 for ModelOpt FP8), or 0 when no config-level
+	// floor applies above the chips in the catalog.
+	QuantMinCapability int
 	// QuantScheme names the resolved checkpoint format for display, e.g.
 	// "W4A16 int4 g128 (AWQ, zero points)".
 	QuantScheme string

@@ -82,6 +82,13 @@ func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
 	if k.Format == "" {
 		k.Format = m.QuantMethod + " " + m.WeightDtype
 	}
+	if min := m.QuantMinCapability; min > 0 && int(a) < min {
+		// vllm/config/vllm.py _get_quantization_config: "The quantization
+		// method ... is not supported for the current GPU. Minimum
+		// capability: ..."
+		return k, fmt.Errorf("model %s: %s (%s) cannot run on %s (%s): vLLM's %s quantization needs compute capability %d.%d or newer; chips that can: %s",
+			m.ID, k.Format, m.QuantMethod, c.Name, a, m.QuantMethod, min/10, min%10, chipsFrom(smArch(min)))
+	}
 	// Marlin's weight-only path (bf16 math on dequantized weights): the
 	// stand-in laws are the MoE Marlin laws, and the bf16 GEMM (no W4A16
 	// GEMM law is fitted; it matches the math, not the 4-bit weight reads).
@@ -134,8 +141,14 @@ func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
 		k.GEMMLaws = []string{"bfloat16"}
 	case m.WeightDtype == "int8" && m.ActDtype == "int8":
 		if a == sm100 {
-			return k, fmt.Errorf("model %s: W8A8 int8 (%s) cannot run on %s (%s): vLLM's CUTLASS scaled_mm has no int8 kernel on SM100; chips that can: SM80/SM90 (a100, h100, h200)",
-				m.ID, k.Format, c.Name, a)
+			var can []string
+			for _, ch := range catalog.Chips() {
+				if archOf(ch) < sm100 {
+					can = append(can, ch.Name)
+				}
+			}
+			return k, fmt.Errorf("model %s: W8A8 int8 (%s) cannot run on %s (%s): vLLM's CUTLASS scaled_mm has no int8 kernel on SM100; chips that can: %s",
+				m.ID, k.Format, c.Name, a, strings.Join(can, ", "))
 		}
 		k.Linear, k.Compute, k.GEMMLaws = "CUTLASS scaled_mm int8 W8A8", "int8", []string{"int8", "fp8", "bfloat16"}
 		k.MoE, k.MoELaws = "fused_moe (triton) int8 W8A8", []string{"int8", "fp8", "bfloat16"}
@@ -168,4 +181,15 @@ func (k QuantKernel) String() string {
 		s += "; MoE " + k.MoE
 	}
 	return s + "; math in " + k.Compute
+}
+
+// chipsFrom names the catalog's chips of architecture min or newer.
+func chipsFrom(min smArch) string {
+	var can []string
+	for _, ch := range catalog.Chips() {
+		if archOf(ch) >= min {
+			can = append(can, ch.Name)
+		}
+	}
+	return strings.Join(can, ", ")
 }

@@ -115,6 +115,31 @@ func TestResolveQuantRefusesInt8OnBlackwell(t *testing.T) {
 	}
 }
 
+// ModelOptFp8Config's minimum capability is 89: vLLM refuses NVIDIA's FP8
+// exports on the A100, where its own fp8 method would run Marlin.
+func TestResolveQuantModelOptFP8NeedsSM89(t *testing.T) {
+	d := deploy(t, "nvidia/Llama-3.1-70B-Instruct-FP8", "a100", 8)
+	err := Validate(d)
+	if err == nil {
+		t.Fatal("ModelOpt FP8 accepted on the A100")
+	}
+	for _, w := range []string{"nvidia/Llama-3.1-70B-Instruct-FP8", "a100", "SM80", "8.9", "b200", "h100", "h200"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "a100,") {
+		t.Errorf("error lists the a100 among the chips that can: %v", err)
+	}
+	if err := Validate(deploy(t, "nvidia/Llama-3.1-70B-Instruct-FP8", "h100", 8)); err != nil {
+		t.Errorf("h100: %v", err)
+	}
+	// The checkpoint-native fp8 method runs on the A100 (Marlin W8A16).
+	if err := Validate(deploy(t, "qwen3-32b-fp8", "a100", 8)); err != nil {
+		t.Errorf("fp8 on a100: %v", err)
+	}
+}
+
 // The roofline divides each quantized GEMM by the peak of the math vLLM's
 // kernel runs: FP4 units for W4A4 on Blackwell, BF16 for Marlin W4A16 on
 // Hopper and for FP8 on Ampere, INT8 (twice BF16 on the A100).
