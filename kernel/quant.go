@@ -49,23 +49,27 @@ type QuantKernel struct {
 }
 
 // ResolveQuant picks vLLM's kernels for m's quantized weights on c, and
-// errors where vLLM cannot run the format there. It mirrors vLLM's
-// selection in vllm/model_executor/layers/quantization/ (v0.11–v0.12):
-//   - fp8.py Fp8LinearMethod: W8A8 CUTLASS scaled_mm (block scales:
-//     W8A8BlockFp8LinearOp, CUTLASS/DeepGEMM) on SM89+; below, weight-only
-//     Marlin (utils/marlin_utils_fp8.py, "GPU does not have native support
-//     for FP8"); Fp8MoEMethod likewise falls back to fused_marlin_moe.
-//   - modelopt.py / compressed_tensors W4A4 nvfp4: CUTLASS/FlashInfer FP4
-//     GEMM and MoE on SM100 (cutlass_fp4_supported); elsewhere Marlin W4A16
-//     (utils/marlin_utils_fp4.py is_fp4_marlin_supported: SM80+).
-//   - mxfp4.py get_mxfp4_backend: SM100 FlashInfer TRT-LLM MXFP4×BF16;
-//     SM90 triton_kernels (matmul_ogs); SM80 Marlin.
-//   - awq_marlin.py, gptq_marlin.py, compressed_tensors WNA16: the
-//     mixed-precision kernel choice (utils/../kernels/mixed_precision):
-//     Machete on SM90 (no act-order), Marlin elsewhere; fused_marlin_moe.
+// errors where vLLM cannot run the format there (naming the model, chip,
+// format and the catalog's chips that can). It mirrors vLLM's selection
+// (vllm-project/vllm, paths under vllm/model_executor/layers/quantization/):
+//   - fp8.py@1436674b Fp8LinearMethod / Fp8MoEMethod: W8A8 CUTLASS
+//     scaled_mm (block scales: CUTLASS/DeepGEMM blockwise) on SM89+; below,
+//     weight-only Marlin (utils/marlin_utils_fp8.py: "Your GPU does not have
+//     native support for FP8 computation ... Weight-only FP8 compression
+//     will be used leveraging the Marlin kernel"), MoE fused_marlin_moe.
+//   - modelopt.py@00155cde: ModelOptFp8Config.get_min_capability is 89
+//     (refused on Ampere; Model.QuantMinCapability carries it);
+//     ModelOptNvFp4Config is 75 with the CUTLASS/FlashInfer FP4 kernels on
+//     SM100 and the Marlin W4A16 fallback elsewhere
+//     (utils/marlin_utils_fp4.py@de5f26d5 is_fp4_marlin_supported: SM80+);
+//     W4A16_NVFP4 pins MarlinNvFp4LinearKernel on every chip.
+//   - mxfp4.py@afdb4a4f get_mxfp4_backend: SM100 FlashInfer TRT-LLM
+//     MXFP4×BF16; SM90 triton_kernels (matmul_ogs); SM80 Marlin.
+//   - awq_marlin.py, gptq_marlin.py, compressed_tensors WNA16: Machete on
+//     SM90 (no act-order), Marlin elsewhere; MoE fused_marlin_moe.
 //   - compressed_tensors W8A8 int8: CUTLASS int8 scaled_mm on SM80/SM90;
-//     csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu has no int8 path
-//     on SM100 ("Int8 not supported on SM100").
+//     csrc/quantization/w8a8/cutlass/scaled_mm_c3x_sm100.cu@b91ee1b4 passes
+//     no int8 kernel on SM100 ("int8 not supported on SM100").
 //
 // An unquantized model resolves to BF16 kernels on every chip.
 func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
