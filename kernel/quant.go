@@ -65,8 +65,9 @@ type QuantKernel struct {
 //     W4A16_NVFP4 pins MarlinNvFp4LinearKernel on every chip.
 //   - mxfp4.py@afdb4a4f get_mxfp4_backend: SM100 FlashInfer TRT-LLM
 //     MXFP4×BF16; SM90 triton_kernels (matmul_ogs); SM80 Marlin.
-//   - awq_marlin.py, gptq_marlin.py, compressed_tensors WNA16: Machete on
-//     SM90 (no act-order), Marlin elsewhere; MoE fused_marlin_moe.
+//   - gptq_marlin.py, compressed_tensors WNA16: Machete on SM90 (group
+//     -1/64/128, no act-order), Marlin elsewhere; awq_marlin.py: Marlin;
+//     MoE fused_marlin_moe.
 //   - compressed_tensors W8A8 int8: CUTLASS int8 scaled_mm on SM80/SM90;
 //     csrc/quantization/w8a8/cutlass/scaled_mm_c3x_sm100.cu@b91ee1b4 passes
 //     no int8 kernel on SM100 ("int8 not supported on SM100").
@@ -157,8 +158,13 @@ func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
 		k.Linear, k.Compute, k.GEMMLaws = "CUTLASS scaled_mm int8 W8A8", "int8", []string{"int8", "fp8", "bfloat16"}
 		k.MoE, k.MoELaws = "fused_moe (triton) int8 W8A8", []string{"int8", "fp8", "bfloat16"}
 	case m.WeightDtype == "int4" || m.WeightDtype == "int8":
+		// choose_mp_linear_kernel takes Machete first on SM90 where it can
+		// implement the layer (machete_utils: bf16 activations with group
+		// -1, 64 or 128; act-order only when K is not split, taken here as
+		// never); awq_marlin.py calls the Marlin GEMM directly.
 		lin := "Marlin"
-		if a == sm90 && !strings.Contains(k.Format, "act-order") {
+		machGroup := m.WeightGroup == 0 || m.WeightGroup == 64 || m.WeightGroup == 128
+		if a == sm90 && machGroup && m.QuantMethod != "awq" && !strings.Contains(k.Format, "act-order") {
 			lin = "Machete"
 		}
 		bits := 4

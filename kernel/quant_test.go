@@ -17,6 +17,12 @@ func quantVariant(t *testing.T, model, method, dtype, act string, block int, sch
 	}
 	m := *base
 	m.QuantMethod, m.WeightDtype, m.ActDtype, m.WeightBlock, m.QuantScheme = method, dtype, act, block, scheme
+	m.WeightGroup = 0
+	if strings.Contains(scheme, " g32") {
+		m.WeightGroup = 32
+	} else if strings.Contains(scheme, " g128") {
+		m.WeightGroup = 128
+	}
 	bpp := map[string]float64{"fp8": 1, "int8": 1, "int4": 0.5 + 2.0/128, "nvfp4": 0.5 + 1.0/16, "mxfp4": 0.5 + 1.0/32}[dtype]
 	m.WeightBytesPerParam, m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = bpp, bpp, bpp
 	return &m
@@ -55,7 +61,9 @@ func TestResolveQuant(t *testing.T) {
 		{"mxfp4 B200", "mxfp4", "mxfp4", "", 0, "W4A16 mxfp4 experts g32", "b200", "cuBLAS bf16", "TRT-LLM mxfp4×bf16", "bfloat16", "bfloat16", "w4a16_mxfp4"},
 		{"mxfp4 H200", "mxfp4", "mxfp4", "", 0, "W4A16 mxfp4 experts g32", "h200", "cuBLAS bf16", "triton_kernels", "bfloat16", "bfloat16", "w4a16_mxfp4"},
 		{"mxfp4 A100", "mxfp4", "mxfp4", "", 0, "W4A16 mxfp4 experts g32", "a100", "cuBLAS bf16", "fused_marlin_moe mxfp4", "bfloat16", "bfloat16", "w4a16_mxfp4_marlin"},
-		{"awq H100", "awq", "int4", "", 0, "W4A16 int4 g128 (AWQ, zero points)", "h100", "Machete int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
+		{"awq H100", "awq", "int4", "", 0, "W4A16 int4 g128 (AWQ, zero points)", "h100", "Marlin int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
+		{"gptq H100", "gptq", "int4", "", 0, "W4A16 int4 g128 (GPTQ)", "h100", "Machete int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
+		{"ct W4A16 g32 H200", "compressed-tensors", "int4", "", 0, "W4A16 int4 g32 (compressed-tensors)", "h200", "Marlin int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
 		{"gptq act-order H100", "gptq", "int4", "", 0, "W4A16 int4 g128 (GPTQ, act-order)", "h100", "Marlin int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
 		{"awq B200", "awq", "int4", "", 0, "W4A16 int4 g128 (AWQ)", "b200", "Marlin int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
 		{"gptq 8-bit A100", "gptq", "int8", "", 0, "W8A16 int8 g128 (GPTQ)", "a100", "Marlin int8", "fused_marlin_moe int8", "bfloat16", "w4a16", "int8_wo"},

@@ -43,7 +43,7 @@ func TestCatalogShow(t *testing.T) {
 		}},
 		{"kimi-k2.5", []string{
 			"Quant format  W4A16 int4 g32 (compressed-tensors)\n",
-			"on h200     W4A16 int4 g32 (compressed-tensors) on SM90: linear Machete int4 W4A16; MoE fused_marlin_moe int4 W4A16; math in bfloat16",
+			"on h200     W4A16 int4 g32 (compressed-tensors) on SM90: linear Marlin int4 W4A16; MoE fused_marlin_moe int4 W4A16; math in bfloat16",
 			"on a100     W4A16 int4 g32 (compressed-tensors) on SM80: linear Marlin int4 W4A16",
 		}},
 		{"mixtral-8x7b", []string{"8 experts top-2", "experts.dispatch"}},
