@@ -1385,7 +1385,15 @@ func (q cfg) applyCompressedTensors(m *Model) error {
 			scheme += " per-" + strategy
 		}
 		ct("fp8", act, bpp, scheme)
+	case bits == 4 && typ == "float" && group == 32 && actBits == 0:
+		// MXFP4 weights (E8M0 scale per 32): CompressedTensorsW4A16Mxfp4,
+		// Marlin on every chip.
+		ct("mxfp4", "", bytesMXFP4, "W4A16 mxfp4 g32")
+		m.WeightGroup = 32
 	case bits == 4 && typ == "float" && (actBits == 4 || actBits == 0):
+		if group != 16 && group != 0 {
+			return w.errf("group_size", "%d for 4-bit float weights: NVFP4 groups 16 weights, MXFP4 32 (weight-only)", group)
+		}
 		act, scheme := "nvfp4", "W4A4 nvfp4 g16"
 		if actBits == 0 {
 			act, scheme = "", "W4A16 nvfp4 g16"

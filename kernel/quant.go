@@ -133,6 +133,10 @@ func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
 	case m.WeightDtype == "nvfp4":
 		// W4A16 checkpoints, and W4A4 below SM100: Marlin dequantizes.
 		marlin("Marlin nvfp4 W4A16", "fused_marlin_moe nvfp4 W4A16", "w4a16_nvfp4", "w4a16_mxfp4_marlin", "w4a16_mxfp4", "int4_wo")
+	case m.WeightDtype == "mxfp4" && m.QuantMethod != "mxfp4":
+		// compressed-tensors W4A16 MXFP4 quantizes the linear layers too:
+		// Marlin, as for NVFP4 weight-only.
+		marlin("Marlin mxfp4 W4A16", "fused_marlin_moe mxfp4 W4A16", "w4a16_mxfp4_marlin", "w4a16_mxfp4", "int4_wo")
 	case m.WeightDtype == "mxfp4":
 		switch a {
 		case sm100:

@@ -61,6 +61,7 @@ func TestResolveQuant(t *testing.T) {
 		{"mxfp4 B200", "mxfp4", "mxfp4", "", 0, "W4A16 mxfp4 experts g32", "b200", "cuBLAS bf16", "TRT-LLM mxfp4×bf16", "bfloat16", "bfloat16", "w4a16_mxfp4"},
 		{"mxfp4 H200", "mxfp4", "mxfp4", "", 0, "W4A16 mxfp4 experts g32", "h200", "cuBLAS bf16", "triton_kernels", "bfloat16", "bfloat16", "w4a16_mxfp4"},
 		{"mxfp4 A100", "mxfp4", "mxfp4", "", 0, "W4A16 mxfp4 experts g32", "a100", "cuBLAS bf16", "fused_marlin_moe mxfp4", "bfloat16", "bfloat16", "w4a16_mxfp4_marlin"},
+		{"ct mxfp4 W4A16 H100", "compressed-tensors", "mxfp4", "", 0, "W4A16 mxfp4 g32 (compressed-tensors)", "h100", "Marlin mxfp4 W4A16", "fused_marlin_moe mxfp4", "bfloat16", "w4a16", "w4a16_mxfp4_marlin"},
 		{"awq H100", "awq", "int4", "", 0, "W4A16 int4 g128 (AWQ, zero points)", "h100", "Marlin int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
 		{"gptq H100", "gptq", "int4", "", 0, "W4A16 int4 g128 (GPTQ)", "h100", "Machete int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
 		{"ct W4A16 g32 H200", "compressed-tensors", "int4", "", 0, "W4A16 int4 g32 (compressed-tensors)", "h200", "Marlin int4", "fused_marlin_moe int4", "bfloat16", "w4a16", "int4_wo"},
