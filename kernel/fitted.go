@@ -325,6 +325,16 @@ type resolver struct {
 	grids   map[gridKey]*gridRow
 	moeRows map[moeGridKey]*gridRow // nil value: layout not measured
 	curves  map[curveKey]*commCurve
+	// standIns holds the stand-in laws re-priced at the checkpoint's
+	// weight bytes (gemmLaw, moeLaw), one per law and bytes, so that
+	// identical operators keep merging into one term.
+	standIns map[standInKey]any
+}
+
+type standInKey struct {
+	moe   bool
+	dtype string
+	bytes float64
 }
 
 type curveKey struct {
@@ -524,6 +534,10 @@ func (r *resolver) gemmLaw(dtype string) *catalog.GEMMLaw {
 	for i, c := range cands {
 		if l, err := r.co.GEMMFor(c); err == nil {
 			if i > 0 {
+				if bpp, ok := r.quantBytes(dtype, l.WeightBytes); ok {
+					r.sub("gemm %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", dtype, cands[0], r.d.Chip.Name, c, bpp)
+					return r.gemmStandIn(l, bpp)
+				}
 				r.sub("gemm %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
 			}
 			return l
@@ -537,6 +551,49 @@ func (r *resolver) gemmLaw(dtype string) *catalog.GEMMLaw {
 	}
 	r.err = fmt.Errorf("no GEMM law for %s weights on %s", dtype, r.d.Chip.Name)
 	return nil
+}
+
+// quantBytes is the checkpoint's weight bytes per parameter when dtype is
+// its quantized weight format and a stand-in law reads another amount
+// (ok false otherwise). A stand-in from the same kernel family (Marlin's
+// MoE law for NVFP4 weight-only experts, the BF16 GEMM for Marlin's W4A16
+// GEMM, whose math is BF16) keeps its fitted efficiencies and reads the
+// format's bytes, as the Marlin MoE law itself is fitted on int4 and MXFP4
+// rows each at its own weight bytes.
+func (r *resolver) quantBytes(dtype string, lawBytes float64) (float64, bool) {
+	m := r.d.Model
+	if m.QuantMethod == "" || dtype != m.WeightDtype || m.WeightBytesPerParam <= 0 || m.WeightBytesPerParam == lawBytes {
+		return 0, false
+	}
+	return m.WeightBytesPerParam, true
+}
+
+func (r *resolver) gemmStandIn(l *catalog.GEMMLaw, bpp float64) *catalog.GEMMLaw {
+	k := standInKey{dtype: l.Dtype, bytes: bpp}
+	if c, ok := r.standIns[k].(*catalog.GEMMLaw); ok {
+		return c
+	}
+	c := *l
+	c.WeightBytes = bpp
+	if r.standIns == nil {
+		r.standIns = map[standInKey]any{}
+	}
+	r.standIns[k] = &c
+	return &c
+}
+
+func (r *resolver) moeStandIn(l *catalog.MoELaw, bpp float64) *catalog.MoELaw {
+	k := standInKey{moe: true, dtype: l.Dtype, bytes: bpp}
+	if c, ok := r.standIns[k].(*catalog.MoELaw); ok {
+		return c
+	}
+	c := *l
+	c.WeightBytes = bpp
+	if r.standIns == nil {
+		r.standIns = map[standInKey]any{}
+	}
+	r.standIns[k] = &c
+	return &c
 }
 
 func (r *resolver) kvDtype() string {
@@ -574,6 +631,10 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 	for i, c := range cands {
 		if l, err := r.co.MoEFor(c); err == nil {
 			if i > 0 {
+				if bpp, ok := r.quantBytes(dtype, l.WeightBytes); ok {
+					r.sub("moe %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", dtype, cands[0], r.d.Chip.Name, c, bpp)
+					return r.moeStandIn(l, bpp)
+				}
 				r.sub("moe %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
 			}
 			return l

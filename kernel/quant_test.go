@@ -188,9 +188,9 @@ func TestFittedQuantLaws(t *testing.T) {
 		gemm, moe                string // the laws chosen
 		sub                      string // "" = no substitution
 	}{
-		{"h100", "modelopt", "nvfp4", "nvfp4", "bfloat16", "w4a16_mxfp4_marlin", "moe nvfp4: no w4a16_nvfp4 law on h100, priced with w4a16_mxfp4_marlin"},
+		{"h100", "modelopt", "nvfp4", "nvfp4", "bfloat16", "w4a16_mxfp4_marlin", "moe nvfp4: no w4a16_nvfp4 law on h100, priced with w4a16_mxfp4_marlin at 0.5625 weight bytes per parameter"},
 		{"b200", "modelopt", "nvfp4", "nvfp4", "nvfp4", "nvfp4", ""},
-		{"h100", "awq", "int4", "", "bfloat16", "int4_wo", "gemm int4: no w4a16 law on h100, priced with bfloat16"},
+		{"h100", "awq", "int4", "", "bfloat16", "int4_wo", "gemm int4: no w4a16 law on h100, priced with bfloat16 at 0.5156 weight bytes per parameter"},
 		{"h200", "mxfp4", "mxfp4", "", "", "w4a16_mxfp4", ""},
 		{"b200", "mxfp4", "mxfp4", "", "", "w4a16_mxfp4", ""},
 		{"h200", "fp8", "fp8", "fp8", "fp8", "fp8", ""},
@@ -209,8 +209,23 @@ func TestFittedQuantLaws(t *testing.T) {
 					t.Errorf("gemm law %+v, want %s (err %v)", l, tt.gemm, r.err)
 				}
 			}
-			if l := r.moeLaw(tt.dtype); l == nil || l.Dtype != tt.moe {
-				t.Errorf("moe law %+v, want %s (err %v)", l, tt.moe, r.err)
+			l := r.moeLaw(tt.dtype)
+			if l == nil || l.Dtype != tt.moe {
+				t.Fatalf("moe law %+v, want %s (err %v)", l, tt.moe, r.err)
+			}
+			// A stand-in reads the checkpoint's weight bytes; the same
+			// stand-in is returned again, so operators keep merging.
+			if exact, _ := co.MoEFor(tt.moe); strings.Contains(tt.sub, "moe ") && (l.WeightBytes != d.Model.WeightBytesPerParam || l == exact) ||
+				!strings.Contains(tt.sub, "moe ") && l != exact {
+				t.Errorf("moe law bytes %g (exact law %v), model %g", l.WeightBytes, l == exact, d.Model.WeightBytesPerParam)
+			}
+			if again := r.moeLaw(tt.dtype); again != l {
+				t.Error("a second lookup returned another law")
+			}
+			if tt.gemm == "bfloat16" && tt.dtype != "mxfp4" {
+				if g := r.gemmLaw(tt.dtype); g.WeightBytes != d.Model.WeightBytesPerParam || g.PeakKey != "bf16_flops" {
+					t.Errorf("W4A16 GEMM stand-in: %g bytes at %s, want %g at bf16_flops", g.WeightBytes, g.PeakKey, d.Model.WeightBytesPerParam)
+				}
 			}
 			subs := strings.Join(r.f.subs, "; ")
 			if tt.sub == "" && subs != "" || !strings.Contains(subs, tt.sub) {
