@@ -1112,7 +1112,7 @@ func (q cfg) applyGPTQ(m *Model) error {
 		dt = "int8"
 	}
 	m.setQuant("gptq", dt, intWeightBytes(bits, g, !sym), excl)
-	m.WeightGroup = g
+	m.WeightGroup, m.ActOrder = g, desc
 	extra := ""
 	if desc {
 		extra += ", act-order"
@@ -1409,8 +1409,24 @@ func (q cfg) applyCompressedTensors(m *Model) error {
 		if !sym {
 			zp = ", zero points"
 		}
+		// actorder: "group" or "weight" (llm-compressor), true in older
+		// exports; null or absent when the weights keep their order.
+		actOrder := false
+		if v, ok := w.get("actorder"); ok {
+			switch x := v.(type) {
+			case bool:
+				actOrder = x
+			case string:
+				actOrder = x != "" && x != "static"
+			default:
+				return w.errf("actorder", "is %s, want \"group\", \"weight\", \"static\" or null", jsonKind(v))
+			}
+		}
+		if actOrder {
+			zp += ", act-order"
+		}
 		ct(dt, "", intWeightBytes(bits, group, !sym), fmt.Sprintf("W%dA16 %s %s%s", bits, dt, groupWord(group), zp))
-		m.WeightGroup = group
+		m.WeightGroup, m.ActOrder = group, actOrder
 	case bits == 8 && typ == "int" && actBits == 8 && actType == "int":
 		ct("int8", "int8", intWeightBytes(8, group, !sym), "W8A8 int8")
 	default:

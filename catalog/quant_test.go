@@ -40,6 +40,9 @@ func TestParseQuantFormats(t *testing.T) {
 		{"compressed-tensors W4A16", `{"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head", "re:.*self_attn.*"],
 			"config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": true}}}}`,
 			"compressed-tensors", "int4", "", 0.5 + 2.0/128, 2, 0.5 + 2.0/128, 128, 0, "W4A16 int4 g128 (compressed-tensors)"},
+		{"compressed-tensors W4A16 act-order", `{"quant_method": "compressed-tensors",
+			"config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "actorder": "group"}}}}`,
+			"compressed-tensors", "int4", "", 0.5 + 2.0/128, 0.5 + 2.0/128, 0.5 + 2.0/128, 128, 0, "W4A16 int4 g128, act-order (compressed-tensors)"},
 		{"compressed-tensors W8A16 int", `{"quant_method": "compressed-tensors",
 			"config_groups": {"g": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": true}}}}`,
 			"compressed-tensors", "int8", "", 1, 1, 1, 0, 0, "W8A16 int8 per-channel (compressed-tensors)"},
@@ -91,6 +94,9 @@ func TestParseQuantFormats(t *testing.T) {
 				t.Errorf("got method %q dtype %q act %q group %d block %d scheme %q, want %q %q %q %d %d %q",
 					m.QuantMethod, m.WeightDtype, m.ActDtype, m.WeightGroup, m.WeightBlock, m.QuantScheme, tt.method, tt.dtype, tt.act, tt.group, tt.block, tt.scheme)
 			}
+			if m.ActOrder != strings.Contains(tt.scheme, "act-order") {
+				t.Errorf("act order %v for %q", m.ActOrder, tt.scheme)
+			}
 			if want := map[bool]int{true: 89}[tt.method == "modelopt" && tt.dtype == "fp8"]; m.QuantMinCapability != want {
 				t.Errorf("minimum capability %d, want %d", m.QuantMinCapability, want)
 			}
@@ -121,6 +127,8 @@ func TestParseQuantErrors(t *testing.T) {
 			[]string{`"quantization_config.config_groups.g.weights.num_bits"`, "4-bit \"int\" weights with 8-bit"}},
 		{"ct block without structure", `{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "block"}}}}`,
 			[]string{"block_structure"}},
+		{"ct actorder number", `{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 128, "actorder": 1}}}}`,
+			[]string{`"quantization_config.config_groups.g.weights.actorder"`, "a number"}},
 		{"ct fp4 group 64", `{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "float", "group_size": 64}}}}`,
 			[]string{`"quantization_config.config_groups.g.weights.group_size"`, "64 for 4-bit float"}},
 		{"modelopt mixed empty", `{"quant_algo": "MIXED_PRECISION"}`, []string{`"quantization_config.quantized_layers"`, "missing or empty"}},

@@ -58,6 +58,10 @@ type Model struct {
 	// formats (AWQ/GPTQ/compressed-tensors group_size, 16 for NVFP4, 32 for
 	// MXFP4); 0 for per-tensor, per-channel and block scales.
 	WeightGroup int
+	// ActOrder is GPTQ's desc_act / compressed-tensors' actorder: weights
+	// reordered by activation magnitude, with a g_idx per input channel
+	// (Machete cannot run it where K is split across ranks).
+	ActOrder bool
 	// QuantMinCapability is the lowest CUDA compute capability (×10) the
 	// checkpoint's vLLM quantization config accepts (its
 	// get_min_capability; 89 for ModelOpt FP8), or 0 when no config-level

@@ -168,7 +168,7 @@ func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
 		// never); awq_marlin.py calls the Marlin GEMM directly.
 		lin := "Marlin"
 		machGroup := m.WeightGroup == 0 || m.WeightGroup == 64 || m.WeightGroup == 128
-		if a == sm90 && machGroup && m.QuantMethod != "awq" && !strings.Contains(k.Format, "act-order") {
+		if a == sm90 && machGroup && m.QuantMethod != "awq" && !m.ActOrder {
 			lin = "Machete"
 		}
 		bits := 4

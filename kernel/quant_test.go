@@ -17,7 +17,7 @@ func quantVariant(t *testing.T, model, method, dtype, act string, block int, sch
 	}
 	m := *base
 	m.QuantMethod, m.WeightDtype, m.ActDtype, m.WeightBlock, m.QuantScheme = method, dtype, act, block, scheme
-	m.WeightGroup = 0
+	m.WeightGroup, m.ActOrder = 0, strings.Contains(scheme, "act-order")
 	if strings.Contains(scheme, " g32") {
 		m.WeightGroup = 32
 	} else if strings.Contains(scheme, " g128") {
