@@ -55,6 +55,15 @@ func ParseHFQuantConfig(m *Model, name string, data []byte) error {
 	if !ok {
 		return c.errf("quantization", "missing: a ModelOpt hf_quant_config.json has a quantization object")
 	}
+	// vLLM's ModelOptNvFp4Config._from_config (modelopt.py@00155cde)
+	// refuses an NVFP4 hf_quant_config.json that lacks any of these keys.
+	if algo, _, _ := q.str("quant_algo"); strings.Contains(strings.ToUpper(algo), "NVFP4") {
+		for _, k := range []string{"group_size", "kv_cache_quant_algo", "exclude_modules"} {
+			if _, present := q.m[k]; !present {
+				return q.errf(k, "missing: vLLM requires it in an NVFP4 hf_quant_config.json (null allowed for kv_cache_quant_algo)")
+			}
+		}
+	}
 	return q.applyModelOpt(m, "exclude_modules")
 }
 

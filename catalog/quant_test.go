@@ -176,6 +176,13 @@ func TestParseHFQuantConfigMixed(t *testing.T) {
 		m.AttnWeightBytesPerParam != 2 || m.DenseWeightBytesPerParam != 2 {
 		t.Errorf("%+v", m)
 	}
+	// vLLM refuses an NVFP4 hf_quant_config.json without group_size,
+	// kv_cache_quant_algo or exclude_modules.
+	m2, _ := ParseConfig("config.json", cfgJSON(""))
+	err = ParseHFQuantConfig(m2, "hf_quant_config.json", []byte(`{"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}`))
+	if err == nil || !strings.Contains(err.Error(), `"quantization.kv_cache_quant_algo"`) || !strings.Contains(err.Error(), "hf_quant_config.json") {
+		t.Errorf("NVFP4 without kv_cache_quant_algo: %v", err)
+	}
 	// config.json's own quantization_config wins, as in vLLM.
 	m, err = ParseConfig("config.json", moeQuant(`{"quant_method": "fp8"}`))
 	if err != nil {
@@ -189,7 +196,7 @@ func TestParseHFQuantConfigMixed(t *testing.T) {
 // FuzzParseHFQuantConfig: no input panics the hf_quant_config reader, and an
 // accepted one leaves positive bytes per parameter.
 func FuzzParseHFQuantConfig(f *testing.F) {
-	f.Add([]byte(`{"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}}`))
+	f.Add([]byte(`{"quantization": {"quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": null, "exclude_modules": ["lm_head"]}}`))
 	f.Add([]byte(`{"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {"a.experts": {"quant_algo": "NVFP4", "group_size": 16}, "a.attn": {"quant_algo": "FP8"}}}}`))
 	f.Add([]byte(`{"quantization": {"quant_algo": "W4A16_NVFP4"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
