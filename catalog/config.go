@@ -55,6 +55,15 @@ func ParseHFQuantConfig(m *Model, name string, data []byte) error {
 	if !ok {
 		return c.errf("quantization", "missing: a ModelOpt hf_quant_config.json has a quantization object")
 	}
+	// vLLM's ModelOptNvFp4Config._from_config (modelopt.py@00155cde)
+	// refuses an NVFP4 hf_quant_config.json that lacks any of these keys.
+	if algo, _, _ := q.str("quant_algo"); strings.Contains(strings.ToUpper(algo), "NVFP4") {
+		for _, k := range []string{"group_size", "kv_cache_quant_algo", "exclude_modules"} {
+			if _, present := q.m[k]; !present {
+				return q.errf(k, "missing: vLLM requires it in an NVFP4 hf_quant_config.json (null allowed for kv_cache_quant_algo)")
+			}
+		}
+	}
 	return q.applyModelOpt(m, "exclude_modules")
 }
 
@@ -910,21 +919,34 @@ const (
 	bytesMXFP4      = 0.5 + 1.0/32 // 4-bit E2M1 + one E8M0 scale per 32 (OCP MX spec)
 	bytesNVFP4      = 0.5 + 1.0/16 // 4-bit E2M1 + one FP8 E4M3 scale per 16
 	bytesBlockScale = 4.0          // one float32 scale per weight block
+	bytesGroupScale = 2.0          // one fp16/bf16 scale per group (AWQ, GPTQ, compressed-tensors pack-quantized)
 )
+
+// notModelled are quantization methods vLLM serves that BLIS has no kernel
+// law for: their kernels dequantize on the fly with costs unlike any fitted
+// GEMM, so pricing them would be a guess.
+var notModelled = []string{"bitsandbytes", "gguf", "hqq", "aqlm", "exl2", "eetq", "deepspeedfp", "experts_int8", "fbgemm_fp8", "torchao", "quark", "petit_nvfp4", "auto-round", "inc", "rtn"}
+
+// supportedQuant lists the quant_method values the catalog models.
+const supportedQuant = "fp8, mxfp4, compressed-tensors, modelopt, awq, gptq"
 
 func (q cfg) applyQuantization(m *Model) error {
 	method, hasMethod, err := q.str("quant_method")
 	if err != nil {
 		return err
 	}
-	if !hasMethod {
-		// ModelOpt writes its hf_quant_config fields into config.json
-		// without a quant_method.
-		if _, ok := q.get("quant_algo"); ok {
-			return q.applyModelOpt(m, "ignore")
-		}
-		return q.errf("quant_method", "missing")
+	// ModelOpt writes its hf_quant_config fields into config.json, without
+	// a quant_method or (DeepSeek-V4-Flash-NVFP4) under another one; its
+	// producer block and quant_algo identify it, as they do to vLLM's
+	// ModelOpt configs (vllm/model_executor/layers/quantization/modelopt.py
+	// override_quantization_method).
+	if _, algo := q.get("quant_algo"); algo && (!hasMethod || q.producer() == "modelopt") {
+		return q.applyModelOpt(m, "ignore", "exclude_modules")
 	}
+	if !hasMethod {
+		return q.errf("quant_method", "missing (supported: %s)", supportedQuant)
+	}
+	method = strings.ToLower(method)
 	switch method {
 	case "fp8":
 		bpp := bytesFP8
@@ -942,6 +964,11 @@ func (q cfg) applyQuantization(m *Model) error {
 			return err
 		}
 		m.setQuant("fp8", "fp8", bpp, excl)
+		m.ActDtype = "fp8"
+		m.QuantScheme = "W8A8 fp8 per-tensor"
+		if m.WeightBlock > 0 {
+			m.QuantScheme = fmt.Sprintf("W8A8 fp8 %d×%d blocks", m.WeightBlock, m.WeightBlock)
+		}
 	case "mxfp4":
 		// vLLM's Mxfp4Config quantizes only the fused MoE experts
 		// (vllm/model_executor/layers/quantization/mxfp4.py); every other
@@ -950,17 +977,176 @@ func (q cfg) applyQuantization(m *Model) error {
 			return q.errf("quant_method", "mxfp4 is applied to MoE experts only, and this model has none")
 		}
 		m.setQuant("mxfp4", "mxfp4", bytesMXFP4, exclusions{attn: true, dense: true})
+		m.WeightGroup, m.QuantScheme = 32, "W4A16 mxfp4 experts g32"
 	case "compressed-tensors":
 		return q.applyCompressedTensors(m)
 	case "modelopt":
-		return q.applyModelOpt(m, "exclude_modules")
+		return q.applyModelOpt(m, "exclude_modules", "ignore")
+	case "awq":
+		return q.applyAWQ(m)
+	case "gptq":
+		return q.applyGPTQ(m)
 	default:
-		return q.errf("quant_method", "unsupported %q (supported: fp8, mxfp4, compressed-tensors, modelopt)", method)
+		if slices.Contains(notModelled, method) {
+			return q.errf("quant_method", "%q is not modelled: BLIS has no kernel law for vLLM's %s kernels (supported: %s)", method, method, supportedQuant)
+		}
+		return q.errf("quant_method", "unsupported %q (supported: %s)", method, supportedQuant)
 	}
 	return nil
 }
 
-func (q cfg) applyModelOpt(m *Model, excludeKey string) error {
+// producer is the producer.name of a ModelOpt export ("" when absent).
+func (q cfg) producer() string {
+	p, ok, err := q.object("producer")
+	if err != nil || !ok {
+		return ""
+	}
+	name, _, _ := p.str("name")
+	return strings.ToLower(name)
+}
+
+// groupSize reads a group_size where -1 (or absent) means one scale per
+// output channel, returned as 0.
+func (q cfg) groupSize(key string) (int, error) {
+	raw, ok := q.get(key)
+	if !ok {
+		return 0, nil
+	}
+	if n, isNum := raw.(json.Number); isNum && n.String() == "-1" {
+		return 0, nil
+	}
+	g, err := q.asInt(key, raw)
+	if err != nil {
+		return 0, err
+	}
+	if g == 0 {
+		return 0, q.errf(key, "is 0, want a positive group size or -1 for per-channel scales")
+	}
+	return g, nil
+}
+
+// intWeightBytes is the bytes per parameter of a bits-wide integer weight
+// with one 16-bit scale per group, plus a bits-wide zero point per group
+// when the scheme is asymmetric. Per-channel scales (group 0) are one per
+// output row and left out.
+func intWeightBytes(bits, group int, zeros bool) float64 {
+	bpp := float64(bits) / 8
+	if group > 0 {
+		bpp += bytesGroupScale / float64(group)
+		if zeros {
+			bpp += float64(bits) / 8 / float64(group)
+		}
+	}
+	return bpp
+}
+
+func groupWord(g int) string {
+	if g == 0 {
+		return "per-channel"
+	}
+	return fmt.Sprintf("g%d", g)
+}
+
+// applyAWQ reads an AutoAWQ quantization_config. vLLM serves it with
+// awq_marlin on SM80+ (vllm/model_executor/layers/quantization/awq_marlin.py
+// AWQMarlinConfig.override_quantization_method); AWQ is 4-bit, asymmetric by
+// default (zero_point), with packed 4-bit zeros and fp16 scales per group.
+func (q cfg) applyAWQ(m *Model) error {
+	bits, ok, err := q.int("bits")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if bits, ok, err = q.int("w_bit"); err != nil {
+			return err
+		}
+	}
+	if ok && bits != 4 {
+		return q.errf("bits", "%d-bit AWQ is not supported (vLLM's AWQ kernels take 4-bit weights)", bits)
+	}
+	g, err := q.groupSize("group_size")
+	if err != nil {
+		return err
+	}
+	if _, has := q.get("group_size"); !has {
+		if g, err = q.groupSize("q_group_size"); err != nil {
+			return err
+		}
+	}
+	zp, hasZP, err := q.bool("zero_point")
+	if err != nil {
+		return err
+	}
+	if !hasZP {
+		zp = true // AutoAWQ's default GEMM version
+	}
+	excl, err := q.exclusions("modules_to_not_convert")
+	if err != nil {
+		return err
+	}
+	m.setQuant("awq", "int4", intWeightBytes(4, g, zp), excl)
+	m.WeightGroup = g
+	m.QuantScheme = fmt.Sprintf("W4A16 int4 %s (AWQ%s)", groupWord(g), map[bool]string{true: ", zero points", false: ""}[zp])
+	return nil
+}
+
+// applyGPTQ reads a GPTQ quantization_config (AutoGPTQ / GPTQModel / optimum).
+// vLLM serves 4- and 8-bit GPTQ with gptq_marlin on SM80+
+// (vllm/model_executor/layers/quantization/gptq_marlin.py); symmetric
+// checkpoints drop their zero points when repacked for Marlin.
+func (q cfg) applyGPTQ(m *Model) error {
+	bits, ok, err := q.int("bits")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return q.errf("bits", "missing (GPTQ: 4 or 8)")
+	}
+	if bits != 4 && bits != 8 {
+		return q.errf("bits", "%d-bit GPTQ is not modelled (vLLM's Marlin kernels take 4 or 8 bits)", bits)
+	}
+	g, err := q.groupSize("group_size")
+	if err != nil {
+		return err
+	}
+	sym, hasSym, err := q.bool("sym")
+	if err != nil {
+		return err
+	}
+	if !hasSym {
+		sym = true
+	}
+	desc, _, err := q.bool("desc_act")
+	if err != nil {
+		return err
+	}
+	excl, err := q.exclusions("modules_to_not_convert")
+	if err != nil {
+		return err
+	}
+	dt := "int4"
+	if bits == 8 {
+		dt = "int8"
+	}
+	m.setQuant("gptq", dt, intWeightBytes(bits, g, !sym), excl)
+	m.WeightGroup, m.ActOrder = g, desc
+	extra := ""
+	if desc {
+		extra += ", act-order"
+	}
+	if !sym {
+		extra += ", zero points"
+	}
+	m.QuantScheme = fmt.Sprintf("W%dA16 %s %s (GPTQ%s)", bits, dt, groupWord(g), extra)
+	return nil
+}
+
+// applyModelOpt reads ModelOpt's quantization block (hf_quant_config.json's
+// "quantization", or the same keys in config.json). vLLM mirrors:
+// vllm/model_executor/layers/quantization/modelopt.py ModelOptFp8Config,
+// ModelOptNvFp4Config and ModelOptMixedPrecisionConfig (quant_algo
+// MIXED_PRECISION: per-module-prefix quant_algo in quantized_layers).
+func (q cfg) applyModelOpt(m *Model, excludeKeys ...string) error {
 	algo, ok, err := q.str("quant_algo")
 	if err != nil {
 		return err
@@ -968,21 +1154,165 @@ func (q cfg) applyModelOpt(m *Model, excludeKey string) error {
 	if !ok {
 		return q.errf("quant_algo", "missing")
 	}
-	excl, err := q.exclusions(excludeKey)
+	excl, err := q.exclusions(excludeKeys...)
 	if err != nil {
 		return err
 	}
 	switch strings.ToUpper(algo) {
-	case "FP8":
+	case "FP8", "FP8_PER_CHANNEL_PER_TOKEN":
+		// ModelOptFp8Config.get_min_capability is 89: vLLM refuses it on
+		// Ampere, unlike its own fp8 method (Marlin there).
 		m.setQuant("modelopt", "fp8", bytesFP8, excl)
+		m.ActDtype, m.QuantMinCapability = "fp8", 89
+		m.QuantScheme = "W8A8 fp8 per-tensor (ModelOpt)"
+		if strings.ToUpper(algo) != "FP8" {
+			m.QuantScheme = "W8A8 fp8 per-channel (ModelOpt)"
+		}
+	case "FP8_PB_WO":
+		// ModelOptFp8PbWoLinearMethod: 128×128 fp32 block scales, run as
+		// vLLM's block-fp8 GEMM with dynamic per-token-group activations.
+		m.setQuant("modelopt", "fp8", bytesFP8+bytesBlockScale/(128*128), excl)
+		m.ActDtype, m.WeightBlock, m.QuantMinCapability = "fp8", 128, 89
+		m.QuantScheme = "W8A8 fp8 128×128 blocks (ModelOpt FP8_PB_WO)"
 	case "NVFP4":
 		m.setQuant("modelopt", "nvfp4", bytesNVFP4, excl)
+		m.ActDtype, m.WeightGroup, m.QuantScheme = "nvfp4", 16, "W4A4 nvfp4 g16 (ModelOpt)"
+	case "W4A16_NVFP4":
+		m.setQuant("modelopt", "nvfp4", bytesNVFP4, excl)
+		m.WeightGroup, m.QuantScheme = 16, "W4A16 nvfp4 g16 (ModelOpt)"
+	case "MIXED_PRECISION":
+		return q.applyModelOptMixed(m, excl)
 	default:
-		return q.errf("quant_algo", "unsupported %q (supported: FP8, NVFP4)", algo)
+		return q.errf("quant_algo", "unsupported %q (supported: FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, NVFP4, W4A16_NVFP4, MIXED_PRECISION)", algo)
 	}
 	return nil
 }
 
+// modelOptAlgo is one quant_algo of a MIXED_PRECISION checkpoint.
+type modelOptAlgo struct {
+	dtype, act string
+	bpp        float64
+	group      int
+}
+
+func modelOptAlgoOf(algo string) (modelOptAlgo, bool) {
+	switch strings.ToUpper(algo) {
+	case "FP8":
+		return modelOptAlgo{"fp8", "fp8", bytesFP8, 0}, true
+	case "NVFP4":
+		return modelOptAlgo{"nvfp4", "nvfp4", bytesNVFP4, 16}, true
+	case "W4A16_NVFP4":
+		return modelOptAlgo{"nvfp4", "", bytesNVFP4, 16}, true
+	}
+	return modelOptAlgo{}, false
+}
+
+// applyModelOptMixed resolves quantized_layers into the three weight
+// classes the kernel prices: routed experts (prefixes naming "experts" but
+// not shared experts), attention, and dense MLP / shared experts. A class no
+// prefix names stays in the model dtype, as vLLM leaves a layer whose prefix
+// quantized_layers lacks unquantized.
+func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
+	layers, ok, err := q.object("quantized_layers")
+	if err != nil {
+		return err
+	}
+	if !ok || len(layers.m) == 0 {
+		return q.errf("quantized_layers", "missing or empty: MIXED_PRECISION names each quantized module prefix's quant_algo")
+	}
+	var experts, attn, dense *modelOptAlgo
+	assign := func(slot **modelOptAlgo, a modelOptAlgo, prefix string) error {
+		if *slot != nil && (**slot != a) {
+			return layers.errf(prefix, "quant_algo differs from other modules of its class (%s vs %s): one format per class is modelled", a.dtype, (*slot).dtype)
+		}
+		*slot = &a
+		return nil
+	}
+	for _, prefix := range slices.Sorted(maps.Keys(layers.m)) {
+		l, _, err := layers.object(prefix)
+		if err != nil {
+			return err
+		}
+		name, ok, err := l.str("quant_algo")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return l.errf("quant_algo", "missing")
+		}
+		a, known := modelOptAlgoOf(name)
+		if !known {
+			return l.errf("quant_algo", "unsupported %q (supported: FP8, NVFP4, W4A16_NVFP4)", name)
+		}
+		if g, ok, err := l.optPosInt("group_size"); err != nil {
+			return err
+		} else if ok && a.group > 0 && g != a.group {
+			return l.errf("group_size", "%d for %s: vLLM's kernels take group size %d", g, name, a.group)
+		}
+		base := strings.TrimRight(prefix, ".*")
+		switch {
+		case base == "lm_head" || hasAnySuffix(base, ".lm_head", "embed_tokens"):
+			// The LM head and embeddings are priced in the model dtype.
+		case strings.Contains(base, "shared_expert"):
+			err = assign(&dense, a, prefix)
+		case strings.Contains(base, "experts"):
+			err = assign(&experts, a, prefix)
+		case strings.Contains(base, "attn") || hasAnySuffix(base, "q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "wq_a", "wq_b", "wkv_a", "wkv_b", "wo"):
+			err = assign(&attn, a, prefix)
+		default:
+			err = assign(&dense, a, prefix)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// The routed experts (or, in a dense model, the MLPs) set the model's
+	// weight format; the other classes keep their own bytes.
+	main := experts
+	if main == nil {
+		main = dense
+	}
+	if main == nil {
+		main = attn
+	}
+	m.setQuant("modelopt", main.dtype, main.bpp, excl)
+	m.ActDtype, m.WeightGroup = main.act, main.group
+	m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = m.DtypeBytes, m.DtypeBytes
+	if attn != nil && !excl.attn {
+		m.AttnWeightBytesPerParam = attn.bpp
+	}
+	if dense != nil && !excl.dense && !excl.shared {
+		m.DenseWeightBytesPerParam = dense.bpp
+	}
+	if experts == nil && dense != nil && m.NumExperts > 0 {
+		m.WeightBytesPerParam = m.DtypeBytes // routed experts unlisted: unquantized
+	}
+	m.QuantScheme = fmt.Sprintf("mixed (ModelOpt): %s", mixedWord(experts, attn, dense))
+	return nil
+}
+
+func mixedWord(experts, attn, dense *modelOptAlgo) string {
+	var parts []string
+	for _, c := range []struct {
+		name string
+		a    *modelOptAlgo
+	}{{"experts", experts}, {"attention", attn}, {"dense/shared", dense}} {
+		w := "unquantized"
+		if c.a != nil {
+			w = c.a.dtype
+			if c.a.act == "" {
+				w += " weight-only"
+			}
+		}
+		parts = append(parts, c.name+" "+w)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// applyCompressedTensors reads llm-compressor's config_groups. vLLM's
+// schemes (vllm/model_executor/layers/quantization/compressed_tensors/
+// compressed_tensors.py _get_scheme_from_parts): W8A8 fp8, W8A16 fp8,
+// W4A4 nvfp4, W4A16 nvfp4, W4A16/W8A16 int (CompressedTensorsWNA16), W8A8 int8.
 func (q cfg) applyCompressedTensors(m *Model) error {
 	groups, ok, err := q.object("config_groups")
 	if err != nil {
@@ -1017,27 +1347,111 @@ func (q cfg) applyCompressedTensors(m *Model) error {
 	if err != nil {
 		return err
 	}
-	group, _, err := w.int("group_size")
+	group, err := w.groupSize("group_size")
 	if err != nil {
 		return err
+	}
+	strategy, _, err := w.str("strategy")
+	if err != nil {
+		return err
+	}
+	sym, hasSym, err := w.bool("symmetric")
+	if err != nil {
+		return err
+	}
+	if !hasSym {
+		sym = true
+	}
+	actBits, actType := 0, ""
+	if a, ok, err := g.object("input_activations"); err != nil {
+		return err
+	} else if ok {
+		if actBits, err = a.posInt("num_bits"); err != nil {
+			return err
+		}
+		if actType, _, err = a.str("type"); err != nil {
+			return err
+		}
 	}
 	excl, err := q.exclusions("ignore")
 	if err != nil {
 		return err
 	}
+	ct := func(dtype, act string, bpp float64, scheme string) {
+		m.setQuant("compressed-tensors", dtype, bpp, excl)
+		m.ActDtype, m.QuantScheme = act, scheme+" (compressed-tensors)"
+	}
 	switch {
-	case bits == 8 && typ == "float":
-		m.setQuant("compressed-tensors", "fp8", bytesFP8, excl)
-	case bits == 4 && typ == "float":
-		m.setQuant("compressed-tensors", "nvfp4", bytesNVFP4, excl)
-	case bits == 4 && typ == "int":
-		bpp := 0.5
-		if group > 0 {
-			bpp += 2.0 / float64(group) // one bf16 scale per group
+	case bits == 8 && typ == "float" && (actBits == 8 || actBits == 0):
+		bpp, act, scheme := bytesFP8, "fp8", "W8A8 fp8"
+		if actBits == 0 {
+			act, scheme = "", "W8A16 fp8"
 		}
-		m.setQuant("compressed-tensors", "int4", bpp, excl)
+		if strategy == "block" {
+			blk, ok, err := w.intList("block_structure")
+			if err != nil {
+				return err
+			}
+			if !ok || len(blk) != 2 || blk[0] < 1 || blk[1] < 1 {
+				return w.errf("block_structure", "want two positive integers for strategy block, got %v", blk)
+			}
+			bpp += bytesBlockScale / float64(blk[0]*blk[1])
+			m.WeightBlock = blk[0]
+			scheme += fmt.Sprintf(" %d×%d blocks", blk[0], blk[1])
+		} else if strategy != "" {
+			scheme += " per-" + strategy
+		}
+		ct("fp8", act, bpp, scheme)
+	case bits == 4 && typ == "float" && group == 32 && actBits == 0:
+		// MXFP4 weights (E8M0 scale per 32): CompressedTensorsW4A16Mxfp4,
+		// Marlin on every chip.
+		ct("mxfp4", "", bytesMXFP4, "W4A16 mxfp4 g32")
+		m.WeightGroup = 32
+	case bits == 4 && typ == "float" && (actBits == 4 || actBits == 0):
+		if group != 16 && group != 0 {
+			return w.errf("group_size", "%d for 4-bit float weights: NVFP4 groups 16 weights, MXFP4 32 (weight-only)", group)
+		}
+		act, scheme := "nvfp4", "W4A4 nvfp4 g16"
+		if actBits == 0 {
+			act, scheme = "", "W4A16 nvfp4 g16"
+		}
+		ct("nvfp4", act, bytesNVFP4, scheme)
+		m.WeightGroup = 16
+	case (bits == 4 || bits == 8) && typ == "int" && actBits == 0:
+		dt := "int4"
+		if bits == 8 {
+			dt = "int8"
+		}
+		zp := ""
+		if !sym {
+			zp = ", zero points"
+		}
+		// actorder: "group" or "weight" (llm-compressor), true in older
+		// exports; null or absent when the weights keep their order.
+		actOrder := false
+		if v, ok := w.get("actorder"); ok {
+			switch x := v.(type) {
+			case bool:
+				actOrder = x
+			case string:
+				actOrder = x != "" && x != "static"
+			default:
+				return w.errf("actorder", "is %s, want \"group\", \"weight\", \"static\" or null", jsonKind(v))
+			}
+		}
+		if actOrder {
+			zp += ", act-order"
+		}
+		ct(dt, "", intWeightBytes(bits, group, !sym), fmt.Sprintf("W%dA16 %s %s%s", bits, dt, groupWord(group), zp))
+		m.WeightGroup, m.ActOrder = group, actOrder
+	case bits == 8 && typ == "int" && actBits == 8 && actType == "int":
+		ct("int8", "int8", intWeightBytes(8, group, !sym), "W8A8 int8")
 	default:
-		return w.errf("num_bits", "unsupported %d-bit %q weights (supported: 8-bit float, 4-bit float, 4-bit int)", bits, typ)
+		act := "weight-only"
+		if actBits > 0 {
+			act = fmt.Sprintf("%d-bit %q activations", actBits, actType)
+		}
+		return w.errf("num_bits", "unsupported %d-bit %q weights with %s (supported: W8A8/W8A16 fp8, W4A4/W4A16 nvfp4, W4A16/W8A16 int, W8A8 int8)", bits, typ, act)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"top-k", string(cfgJSON(`"num_local_experts": 4, "num_experts_per_tok": 5`)), []string{`"num_experts_per_tok"`, "want 1..4"}},
 		{"top-k missing", string(cfgJSON(`"num_local_experts": 4`)), []string{`"num_experts_per_tok"`, "missing"}},
 		{"top-k disagree", string(cfgJSON(`"num_local_experts": 4, "num_experts_per_tok": 2, "experts_per_token": 1`)), []string{`"experts_per_token"`}},
-		{"quant method", string(cfgJSON(`"quantization_config": {"quant_method": "awq"}`)), []string{`"quantization_config.quant_method"`, "unsupported"}},
+		{"quant method", string(cfgJSON(`"quantization_config": {"quant_method": "bitsandbytes"}`)), []string{`"quantization_config.quant_method"`, "not modelled", "bitsandbytes"}},
 		{"mxfp4 dense", string(cfgJSON(`"quantization_config": {"quant_method": "mxfp4"}`)), []string{"MoE experts only"}},
 		{"block size", string(cfgJSON(`"quantization_config": {"quant_method": "fp8", "weight_block_size": [128]}`)), []string{`"quantization_config.weight_block_size"`}},
 		{"mla missing", string(cfgJSON(`"kv_lora_rank": 512`)), []string{`"qk_rope_head_dim"`, "missing"}},
@@ -183,6 +183,16 @@ func FuzzParseConfig(f *testing.F) {
 	})
 	f.Add(cfgJSON(`"layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"], "sliding_window": 8`))
 	f.Add([]byte(`{"text_config": {}}`))
+	for _, q := range []string{
+		`{"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true}`,
+		`{"quant_method": "gptq", "bits": 8, "group_size": -1, "desc_act": true, "sym": false}`,
+		`{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": {"num_bits": 8, "type": "int"}}}}`,
+		`{"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}}`,
+		`{"quant_algo": "MIXED_PRECISION", "quantized_layers": {"a.experts": {"quant_algo": "NVFP4", "group_size": 16}}}`,
+		`{"quant_method": "bitsandbytes"}`,
+	} {
+		f.Add(moeQuant(q))
+	}
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseConfig("fuzz.json", data)

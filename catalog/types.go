@@ -30,7 +30,7 @@ type Model struct {
 	TieEmbeddings    bool
 	MaxPositions     int // max_position_embeddings (vLLM's default max-model-len)
 
-	// Weight dtype of the checkpoint: "bfloat16", "float16", "fp8", "mxfp4", "nvfp4", "int4".
+	// Weight dtype of the checkpoint: "bfloat16", "float16", "fp8", "mxfp4", "nvfp4", "int4", "int8".
 	WeightDtype string
 	// WeightBytesPerParam for the checkpoint's GEMM weights (2 for bf16, 1 for fp8, 0.5 for fp4/int4).
 	// It is the routed experts' value for MoE models; see the next two fields
@@ -43,11 +43,33 @@ type Model struct {
 	// DenseWeightBytesPerParam is for dense-MLP layers and shared experts.
 	DenseWeightBytesPerParam float64
 	// QuantMethod is the checkpoint's quantization scheme ("" when none):
-	// "fp8", "mxfp4", "modelopt", "compressed-tensors".
+	// "fp8", "mxfp4", "modelopt", "compressed-tensors", "awq", "gptq".
 	QuantMethod string
 	// WeightBlock is the fp8 weight_block_size (e.g. 128 for 128×128 block
 	// scales, vLLM's block-quantized path); 0 for per-tensor/channel scales.
 	WeightBlock int
+	// ActDtype is what the quantized GEMMs' activations enter the kernel
+	// in: "fp8" (W8A8 fp8), "nvfp4" (W4A4), "int8" (W8A8 int8), or ""
+	// for weight-only schemes (AWQ, GPTQ, W4A16/W8A16, gpt-oss mxfp4), whose
+	// activations stay in Dtype. The kernel package picks vLLM's kernel per
+	// chip from it, WeightDtype and WeightBlock.
+	ActDtype string
+	// WeightGroup is the number of weights sharing one scale in group-wise
+	// formats (AWQ/GPTQ/compressed-tensors group_size, 16 for NVFP4, 32 for
+	// MXFP4); 0 for per-tensor, per-channel and block scales.
+	WeightGroup int
+	// ActOrder is GPTQ's desc_act / compressed-tensors' actorder: weights
+	// reordered by activation magnitude, with a g_idx per input channel
+	// (Machete cannot run it where K is split across ranks).
+	ActOrder bool
+	// QuantMinCapability is the lowest CUDA compute capability (×10) the
+	// checkpoint's vLLM quantization config accepts (its
+	// get_min_capability; 89 for ModelOpt FP8), or 0 when no config-level
+	// floor applies above the chips in the catalog.
+	QuantMinCapability int
+	// QuantScheme names the resolved checkpoint format for display, e.g.
+	// "W4A16 int4 g128 (AWQ, zero points)".
+	QuantScheme string
 	// Dtype is the unquantized tensors' dtype (torch_dtype / dtype:
 	// "bfloat16", "float16"): embeddings, norms, LM head, activations, and
 	// the KV cache with --kv-cache-dtype auto. DtypeBytes is its size.

@@ -325,6 +325,16 @@ type resolver struct {
 	grids   map[gridKey]*gridRow
 	moeRows map[moeGridKey]*gridRow // nil value: layout not measured
 	curves  map[curveKey]*commCurve
+	// standIns holds the stand-in laws re-priced at the checkpoint's
+	// weight bytes (gemmLaw, moeLaw), one per law and bytes, so that
+	// identical operators keep merging into one term.
+	standIns map[standInKey]any
+}
+
+type standInKey struct {
+	moe   bool
+	dtype string
+	bytes float64
 }
 
 type curveKey struct {
@@ -497,37 +507,93 @@ func (r *resolver) sub(format string, args ...any) {
 	r.f.subs = append(r.f.subs, s)
 }
 
-// gemmDtype maps a graph dtype to a fitted GEMM law's dtype.
+// gemmLaw maps a graph GEMM's dtype to a fitted GEMM law: the checkpoint's
+// quantized GEMMs take the laws of the kernel vLLM runs them with on this
+// chip (ResolveQuant); a stand-in law is recorded as a substitution.
 func (r *resolver) gemmLaw(dtype string) *catalog.GEMMLaw {
 	m := r.d.Model
-	want := "bfloat16"
+	var cands []string
 	switch dtype {
-	case "fp8":
-		want = "fp8"
-		if m.WeightBlock > 0 {
-			want = "fp8_block"
-		}
-	case "nvfp4", "fp4", "mxfp4":
-		want = "nvfp4"
-	case "bf16", "fp16", "":
+	case "bf16", "bfloat16", "fp16", "float16", "":
+		cands = []string{"bfloat16"}
 		if r.d.Quantization == "fp8" {
-			want = "fp8" // vLLM's online fp8: per-tensor weight scales, dynamic activations
+			cands = []string{"fp8", "bfloat16"} // vLLM's online fp8: per-tensor weight scales, dynamic activations
 		}
 	default:
-		want = dtype
+		if m.QuantMethod != "" && dtype == m.WeightDtype {
+			qk, err := ResolveQuant(m, r.d.Chip)
+			if err != nil {
+				r.err = err
+				return nil
+			}
+			cands = qk.GEMMLaws
+		} else {
+			cands = []string{dtype}
+		}
 	}
-	l, err := r.co.GEMMFor(want)
-	if err == nil {
-		return l
-	}
-	for _, alt := range []string{"fp8", "fp8_block", "bfloat16"} {
-		if l, err2 := r.co.GEMMFor(alt); err2 == nil {
-			r.sub("gemm %s: no %s law on %s, priced with %s", dtype, want, r.d.Chip.Name, alt)
+	for i, c := range cands {
+		if l, err := r.co.GEMMFor(c); err == nil {
+			if i > 0 {
+				if bpp, ok := r.quantBytes(dtype, l.WeightBytes); ok {
+					r.sub("gemm %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", dtype, cands[0], r.d.Chip.Name, c, bpp)
+					return r.gemmStandIn(l, bpp)
+				}
+				r.sub("gemm %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
+			}
 			return l
 		}
 	}
-	r.err = err
+	for _, alt := range []string{"fp8", "fp8_block", "bfloat16"} {
+		if l, err := r.co.GEMMFor(alt); err == nil {
+			r.sub("gemm %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, alt)
+			return l
+		}
+	}
+	r.err = fmt.Errorf("no GEMM law for %s weights on %s", dtype, r.d.Chip.Name)
 	return nil
+}
+
+// quantBytes is the checkpoint's weight bytes per parameter when dtype is
+// its quantized weight format and a stand-in law reads another amount
+// (ok false otherwise). A stand-in from the same kernel family (Marlin's
+// MoE law for NVFP4 weight-only experts, the BF16 GEMM for Marlin's W4A16
+// GEMM, whose math is BF16) keeps its fitted efficiencies and reads the
+// format's bytes, as the Marlin MoE law itself is fitted on int4 and MXFP4
+// rows each at its own weight bytes.
+func (r *resolver) quantBytes(dtype string, lawBytes float64) (float64, bool) {
+	m := r.d.Model
+	if m.QuantMethod == "" || dtype != m.WeightDtype || m.WeightBytesPerParam <= 0 || m.WeightBytesPerParam == lawBytes {
+		return 0, false
+	}
+	return m.WeightBytesPerParam, true
+}
+
+func (r *resolver) gemmStandIn(l *catalog.GEMMLaw, bpp float64) *catalog.GEMMLaw {
+	k := standInKey{dtype: l.Dtype, bytes: bpp}
+	if c, ok := r.standIns[k].(*catalog.GEMMLaw); ok {
+		return c
+	}
+	c := *l
+	c.WeightBytes = bpp
+	if r.standIns == nil {
+		r.standIns = map[standInKey]any{}
+	}
+	r.standIns[k] = &c
+	return &c
+}
+
+func (r *resolver) moeStandIn(l *catalog.MoELaw, bpp float64) *catalog.MoELaw {
+	k := standInKey{moe: true, dtype: l.Dtype, bytes: bpp}
+	if c, ok := r.standIns[k].(*catalog.MoELaw); ok {
+		return c
+	}
+	c := *l
+	c.WeightBytes = bpp
+	if r.standIns == nil {
+		r.standIns = map[standInKey]any{}
+	}
+	r.standIns[k] = &c
+	return &c
 }
 
 func (r *resolver) kvDtype() string {
@@ -540,24 +606,24 @@ func (r *resolver) kvDtype() string {
 
 func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 	var cands []string
-	switch dtype {
-	case "mxfp4":
-		cands = []string{"w4a16_mxfp4", "nvfp4", "int4_wo"}
-	case "fp8":
-		if r.d.Model.WeightBlock > 0 {
-			cands = []string{"fp8_block", "fp8"}
-		} else {
-			cands = []string{"fp8", "fp8_block"}
+	m := r.d.Model
+	switch {
+	case m.QuantMethod != "" && dtype == m.WeightDtype:
+		// The fused-MoE kernel vLLM runs the checkpoint's experts with on
+		// this chip (ResolveQuant), its exact law first.
+		qk, err := ResolveQuant(m, r.d.Chip)
+		if err != nil {
+			r.err = err
+			return nil
 		}
-	case "nvfp4", "fp4":
-		cands = []string{"nvfp4", "w4a16_mxfp4"}
-	case "int4":
-		cands = []string{"int4_wo", "w4a16_mxfp4"}
-	default:
+		cands = qk.MoELaws
+	case dtype == "bf16" || dtype == "bfloat16" || dtype == "fp16" || dtype == "float16" || dtype == "":
 		cands = []string{"bfloat16"}
 		if r.d.Quantization == "fp8" {
 			cands = []string{"fp8", "bfloat16"}
 		}
+	default:
+		cands = []string{dtype}
 	}
 	if b := r.d.MoEBackend; b != "" && b != "auto" {
 		cands = append(backendLaws(b, cands[0]), cands...)
@@ -565,6 +631,10 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 	for i, c := range cands {
 		if l, err := r.co.MoEFor(c); err == nil {
 			if i > 0 {
+				if bpp, ok := r.quantBytes(dtype, l.WeightBytes); ok {
+					r.sub("moe %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", dtype, cands[0], r.d.Chip.Name, c, bpp)
+					return r.moeStandIn(l, bpp)
+				}
 				r.sub("moe %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
 			}
 			return l

@@ -78,6 +78,21 @@ func newShape(d Deployment) shape {
 
 	s.attnBpp, s.denseBpp, s.expertBpp = m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam, m.WeightBytesPerParam
 	s.attnDtype, s.mlpDtype = gemmDtype(m.AttnWeightBytesPerParam, m.DtypeBytes, m.WeightDtype), gemmDtype(m.WeightBytesPerParam, m.DtypeBytes, m.WeightDtype)
+	if m.QuantMethod != "" && c != nil {
+		// The quantized GEMMs' math runs in what vLLM's kernel for the
+		// format on this chip runs it in (ResolveQuant): weight-only
+		// kernels (Marlin, Machete, mxfp4×bf16) at the BF16 rate, W4A4
+		// nvfp4 on FP4 units only on SM100. Validate reports the formats
+		// a chip cannot run.
+		if qk, err := ResolveQuant(m, c); err == nil {
+			if s.mlpDtype != "bfloat16" {
+				s.mlpDtype = qk.Compute
+			}
+			if s.attnDtype != "bfloat16" && m.AttnWeightBytesPerParam == m.WeightBytesPerParam {
+				s.attnDtype = qk.Compute
+			}
+		}
+	}
 	if d.Quantization == "fp8" && m.QuantMethod == "" {
 		// vLLM's online FP8 (Fp8Config without a checkpoint scheme) casts
 		// every linear layer and MoE expert to FP8 with one scale per
@@ -223,6 +238,15 @@ func peakFLOPS(c *catalog.Chip, dtype string) float64 {
 		if c.FP4FLOPS > 0 {
 			return c.FP4FLOPS
 		}
+	case "int8":
+		// Hopper's dense INT8 tensor-core rate equals its FP8 rate (H100
+		// datasheet: 1,979 TOPS / TFLOPS); Ampere's is twice its BF16 rate
+		// (A100 datasheet: 624 TOPS vs 312 TFLOPS). The catalog's chips
+		// carry no INT8 peak of their own.
+		if c.FP8FLOPS > 0 {
+			return c.FP8FLOPS
+		}
+		return 2 * c.BF16FLOPS
 	}
 	return c.BF16FLOPS
 }

@@ -105,6 +105,11 @@ func Validate(d Deployment) error {
 	if !(c.VisibleMemBytes > 0 && c.MemBW > 0 && c.BF16FLOPS > 0 && c.MemBWEfficiency > 0 && c.NVLinkBW > 0) {
 		return fmt.Errorf("chip %s lacks memory, bandwidth or FLOP/s numbers", c.Name)
 	}
+	// vLLM refuses a checkpoint format the chip has no kernel for when it
+	// builds the model's layers.
+	if _, err := ResolveQuant(m, c); err != nil {
+		return err
+	}
 	if err := validateSpec(d); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"blis/catalog"
+	"blis/kernel"
 )
 
 func newCatalogCmd(stdout io.Writer) *cobra.Command {
@@ -97,6 +98,19 @@ func catalogShow(stdout io.Writer, name string) error {
 			m.QuantMethod, m.WeightBytesPerParam, m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam)
 	}
 	row("Dtype", "activations %s, %s", g.Dtype, weights)
+	if m.QuantMethod != "" {
+		row("Quant format", "%s", m.QuantScheme)
+		// The kernel vLLM runs the format with on each chip family, or
+		// why it cannot (kernel.ResolveQuant).
+		for _, ch := range catalog.Chips() {
+			qk, err := kernel.ResolveQuant(m, ch)
+			if err != nil {
+				row("  on "+ch.Name, "cannot run: %v", err)
+				continue
+			}
+			row("  on "+ch.Name, "%s", qk)
+		}
+	}
 	row("Sizes", "hidden %d, %d layers, %d heads (%d KV) × %d, intermediate %d, vocab %d (padded %d)%s, max positions %d",
 		m.HiddenSize, m.NumLayers, m.NumHeads, m.NumKVHeads, m.HeadDim, m.IntermediateSize, m.VocabSize, g.Vocab,
 		map[bool]string{true: ", tied embeddings"}[m.TieEmbeddings], m.MaxPositions)

@@ -36,6 +36,15 @@ func TestCatalogShow(t *testing.T) {
 			"window=128 sinks",
 			"128 experts top-4 w13 n=5760 k=2880, w2 n=2880 k=2880 mxfp4 swigluoai",
 			"[moe_sliding, moe]×18",
+			"W4A16 mxfp4 experts g32\n",
+			"W4A16 mxfp4 experts g32 on SM100: linear cuBLAS bf16 (mxfp4 quantizes the experts only); MoE FlashInfer TRT-LLM mxfp4×bf16 MoE; math in bfloat16",
+			"W4A16 mxfp4 experts g32 on SM90:",
+			"MoE triton_kernels matmul_ogs mxfp4 MoE",
+		}},
+		{"kimi-k2.5", []string{
+			"Quant format  W4A16 int4 g32 (compressed-tensors)\n",
+			"on h200     W4A16 int4 g32 (compressed-tensors) on SM90: linear Marlin int4 W4A16; MoE fused_marlin_moe int4 W4A16; math in bfloat16",
+			"on a100     W4A16 int4 g32 (compressed-tensors) on SM80: linear Marlin int4 W4A16",
 		}},
 		{"mixtral-8x7b", []string{"8 experts top-2", "experts.dispatch"}},
 	}
