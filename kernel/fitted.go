@@ -94,7 +94,7 @@ type term struct {
 	lnBytes float64 // comm: ln bytes
 	comm    *commCurve
 	commBig *commCurve // NCCL, for all-reduces above the custom kernel's limit
-	gdn     gdnCost    // termGDN
+	gdn     gdnTerm    // termGDN
 }
 
 // fitted is the "fitted-v1" step pricer: the model's operator graph
@@ -691,7 +691,12 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			return
 		}
 	case catalog.OpGDN:
-		t.kind, t.gdn = termGDN, newGDNCost(r.d, op.GDN)
+		t.kind = termGDN
+		var err error
+		if t.gdn, err = newGDNTerm(r.d, r.co, op.GDN); err != nil {
+			r.err = err
+			return
+		}
 	case catalog.OpElementwise, catalog.OpEmbedding:
 		t.kind = termElementwise
 		t.bytes = op.BytesPerToken
@@ -1002,7 +1007,7 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 		case termElementwise:
 			memory += t.count * (f.elemFloor + m*t.bytes/f.memBW)
 		case termGDN:
-			memory += t.count * t.gdn.time(nPre, pre, nDec, dec, f.memBW, f.elemFloor)
+			compute += t.count * t.gdn.time(nPre, pre, nDec, dec)
 		case termComm:
 			bytes := m * t.bytes
 			curve := t.comm

@@ -170,48 +170,46 @@ func validateHybridLinear(d Deployment) error {
 // IsMamba reports whether group g holds Gated DeltaNet state.
 func (l KVCacheLayout) IsMamba(g int) bool { return g < 64 && l.Mamba>>uint(g)&1 == 1 }
 
-// gdnCost prices one Gated DeltaNet kernel on one rank from its traffic:
-// every row reads and writes its state once a step (the recurrent update
-// for decode rows; the chunked rule reads the initial state and writes the
-// final one for a prefill chunk), every token streams its q, k, v (and,
-// for the rule, gate and beta) channels in and the output out, and the
-// chunked rule's intra-chunk matmuls run at the BF16 tensor rate.
-type gdnCost struct {
-	stateBytes    float64 // one request's state in this kernel, this rank
-	bytesPerToken float64 // activations read and written per token
-	flopsPerToken float64 // prefill: the chunked rule's work per token
-	flopRate      float64
+// gdnTerm is a GDN kernel resolved against the chip's laws: the prefill
+// (chunked) and decode (recurrent or update) kernels of its stage and the
+// layer's shape on one rank.
+type gdnTerm struct {
+	pre, dec *catalog.GDNLaw
+	sh       GDNShape
 }
 
-// gdnChunk is the chunk size of vLLM's chunk_gated_delta_rule (FLA's 64).
-const gdnChunk = 64
-
-func newGDNCost(d Deployment, g *catalog.GDN) gdnCost {
-	tp := float64(max(d.TP, 1))
-	b := d.Model.DtypeBytes
-	nk, nv := float64(g.KeyHeads)/tp, float64(g.ValueHeads)/tp
-	kd, vd := float64(g.KeyHeadDim), float64(g.ValueHeadDim)
-	c := gdnCost{stateBytes: g.StateBytes / tp, flopRate: d.Chip.BF16FLOPS * 0.5}
-	switch g.Stage {
-	case catalog.GDNConv:
-		ch := 2*nk*kd + nv*vd
-		c.bytesPerToken = 2 * ch * b
-	default:
-		c.bytesPerToken = (2*nk*kd + 2*nv*vd + 2*nv) * b
-		// Per token and value head: the state update and output
-		// (2·kd·vd each) and the intra-chunk attention (2·chunk·(kd+vd)).
-		c.flopsPerToken = nv * (4*kd*vd + 2*gdnChunk*(kd+vd))
+// newGDNTerm finds the laws of op's stage (catalog.GDNConv: the conv
+// kernels; catalog.GDNRule: the gated delta rule's).
+func newGDNTerm(d Deployment, co *catalog.Coefficients, g *catalog.GDN) (gdnTerm, error) {
+	preK, decK := catalog.GDNRulePrefill, catalog.GDNRuleDecode
+	if g.Stage == catalog.GDNConv {
+		preK, decK = catalog.GDNConvPrefill, catalog.GDNConvDecode
 	}
-	return c
+	var t gdnTerm
+	var err error
+	if t.pre, err = co.GDNFor(preK); err != nil {
+		return t, err
+	}
+	if t.dec, err = co.GDNFor(decK); err != nil {
+		return t, err
+	}
+	tp := float64(max(d.TP, 1))
+	t.sh = GDNShape{KeyHeads: float64(g.KeyHeads) / tp, ValueHeads: float64(g.ValueHeads) / tp,
+		KeyHeadDim: float64(g.KeyHeadDim), ValueDim: float64(g.ValueHeadDim), ConvKernel: float64(max(d.Model.LinearConvKernel, 2)),
+		ActBytes: d.Model.DtypeBytes, SSMStateByte: d.Model.SSMStateDtypeBytes}
+	return t, nil
 }
 
-// time is the kernel's seconds for a step of nPre prefill rows (pre
-// tokens) and nDec decode rows (dec tokens).
-func (c gdnCost) time(nPre, pre, nDec, dec, memBW, floor float64) float64 {
-	bytes := 2*(nPre+nDec)*c.stateBytes + (pre+dec)*c.bytesPerToken
-	s := floor + bytes/memBW
-	if pre > 0 && c.flopRate > 0 {
-		s += pre * c.flopsPerToken / c.flopRate
+// time is the kernels' seconds for a step of nPre prefill rows (pre
+// tokens) and nDec decode rows (dec tokens): vLLM runs the prefill and
+// decode parts of a mixed batch as separate kernel calls.
+func (t gdnTerm) time(nPre, pre, nDec, dec float64) float64 {
+	s := 0.0
+	if nPre > 0 {
+		s += GDNTime(t.pre, t.sh, nPre, pre)
+	}
+	if nDec > 0 {
+		s += GDNTime(t.dec, t.sh, nDec, dec)
 	}
 	return s
 }
