@@ -169,6 +169,11 @@ func fitChip(dataDir, dir string, only map[string]bool) (*catalog.Coefficients, 
 			return nil, err
 		}
 	}
+	if want("gdn") {
+		if c.GDN, err = cf.fitGDN(); err != nil {
+			return nil, err
+		}
+	}
 	// The file must read back as written.
 	data, err := catalog.MarshalCoefficients(c)
 	if err != nil {

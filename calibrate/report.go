@@ -65,6 +65,9 @@ func (r *Report) Rows() []ErrorRow {
 		for i := range c.Comm {
 			add(ci, "comm "+c.Comm[i].Impl, c.Comm[i].Op, &c.Comm[i].Provenance)
 		}
+		for i := range c.GDN {
+			add(ci, gdnRowNames[c.GDN[i].Kernel][0], gdnRowNames[c.GDN[i].Kernel][1], &c.GDN[i].Provenance)
+		}
 	}
 	return out
 }
@@ -125,4 +128,13 @@ func (r *Report) Files() (map[string][]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// gdnRowNames are the error table's family and kind for each GDN kernel
+// source (the sources' names are too long for the kind column).
+var gdnRowNames = map[string][2]string{
+	catalog.GDNConvPrefill: {"gdn prefill", "causal_conv1d_fn"},
+	catalog.GDNRulePrefill: {"gdn prefill", "chunk_delta_rule"},
+	catalog.GDNConvDecode:  {"gdn decode", "causal_conv1d_update"},
+	catalog.GDNRuleDecode:  {"gdn decode", "recurrent_delta_rule"},
 }

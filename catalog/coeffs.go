@@ -214,6 +214,7 @@ type Coefficients struct {
 	DSAPrefill  []MLALaw         `yaml:"dsa_prefill,omitempty"`
 	MoE         []MoELaw         `yaml:"moe"`
 	Comm        []CommLaw        `yaml:"comm"`
+	GDN         []GDNLaw         `yaml:"gdn,omitempty"` // Gated DeltaNet kernels (coeffs_gdn.go)
 	// BorrowedFrom is the sibling chip whose laws these are (Chip's
 	// CoefficientsFrom), resolved against this chip's peaks; "" when the
 	// laws were fitted on this chip's own tables.
@@ -569,6 +570,7 @@ func (c *Coefficients) validate(file string) error {
 		}
 		k.prov(p+".provenance", l.Provenance)
 	}
+	c.validateGDN(k)
 	return k.err
 }
 
@@ -595,6 +597,9 @@ func (c *Coefficients) Resolve(ch *Chip) error {
 	}
 	for i := range c.AttnDecode {
 		c.AttnDecode[i].MemBW = ch.MemBW
+	}
+	for i := range c.GDN {
+		c.GDN[i].PeakFLOPS, c.GDN[i].MemBW = ch.BF16FLOPS, ch.MemBW
 	}
 	for i := range c.AttnPrefill {
 		c.AttnPrefill[i].PeakFLOPS, c.AttnPrefill[i].MemBW = ch.BF16FLOPS, ch.MemBW

@@ -318,7 +318,11 @@ var textWrappers = map[string]string{"KimiK25ForConditionalGeneration": "", "Qwe
 	// Llama 4's text model (llama4.py Llama4ForCausalLM); its vision tower
 	// (about 0.9 B parameters for Scout, under 1 % of the weights) is not
 	// counted: the meta-llama config in the catalog does not describe it.
-	"Llama4ForConditionalGeneration": "Llama4ForCausalLM"}
+	"Llama4ForConditionalGeneration": "Llama4ForCausalLM",
+	// Qwen3.5's hybrid decoder (qwen3_5.py Qwen3_5ForCausalLM and
+	// Qwen3_5MoeForCausalLM); its vision tower is Qwen3-VL's and is counted
+	// in the weights as Qwen3-VL's is.
+	"Qwen3_5ForConditionalGeneration": "Qwen3_5ForCausalLM", "Qwen3_5MoeForConditionalGeneration": "Qwen3_5MoeForCausalLM"}
 
 // qwen3VisionParams counts the parameters of Qwen3-VL's vision tower as
 // vLLM builds it (qwen3_vl.py Qwen3_VisionTransformer): a Conv3d patch
@@ -396,7 +400,7 @@ func (c cfg) parse(m *Model) error {
 					}
 				}
 			}
-			if archs[0] == "Qwen3VLForConditionalGeneration" {
+			if archs[0] == "Qwen3VLForConditionalGeneration" || hybridLinearArchs[textArch] {
 				vision, ok, err := c.object("vision_config")
 				if err != nil {
 					return err
@@ -440,14 +444,26 @@ func (c cfg) parse(m *Model) error {
 	if m.MaxPositions, err = c.posInt("max_position_embeddings"); err != nil {
 		return err
 	}
-	if m.Architecture == "OPTForCausalLM" {
+	switch m.Architecture {
+	case "OPTForCausalLM": // ties its head itself
 		if err := c.parseOPT(m); err != nil { // config_opt.go
 			return err
 		}
-	} else if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
-		return err
-	} else if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
-		return err
+	case "Qwen3_5MoeForCausalLM":
+		// Every Qwen3.5-MoE layer routes to experts: no dense size.
+		if m.IntermediateSize, _, err = c.optPosInt("intermediate_size"); err != nil {
+			return err
+		}
+		if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
+			return err
+		}
+	default:
+		if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
+			return err
+		}
+		if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
+			return err
+		}
 	}
 
 	// Dtype: torch_dtype (transformers < 4.56) or dtype; absent means
@@ -479,6 +495,9 @@ func (c cfg) parse(m *Model) error {
 	if err := c.parseMoE(m); err != nil {
 		return err
 	}
+	if err := c.parseLinearAttention(m); err != nil {
+		return err
+	}
 	if err := c.parseSliding(m); err != nil {
 		return err
 	}
@@ -487,6 +506,11 @@ func (c cfg) parse(m *Model) error {
 	}
 	if err := c.parseEngram(m); err != nil {
 		return err
+	}
+	if m.IsHybridLinear() {
+		if err := c.parsePartialRotary(m); err != nil {
+			return err
+		}
 	}
 	if m.Architecture == "Llama4ForCausalLM" {
 		if err := c.parseLlama4(m); err != nil {
@@ -775,6 +799,10 @@ func (c cfg) parseSliding(m *Model) error {
 		for i, t := range types {
 			switch t {
 			case "full_attention":
+			case "linear_attention": // the Qwen3.5 families (parseLinearAttention)
+				if !m.IsHybridLinear() {
+					return c.errf("layer_types", "layer %d is %q: linear attention is modelled for %s only", i, t, "Qwen3.5 (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM)")
+				}
 			case "sliding_attention":
 				n++
 				sliding[i] = true

@@ -171,6 +171,7 @@ type Op struct {
 
 	Attn *Attention `json:"attention,omitempty"`
 	MoE  *MoE       `json:"moe,omitempty"`
+	GDN  *GDN       `json:"gdn,omitempty"` // OpGDN (graph_qwen35.go)
 
 	// BytesPerToken: for elementwise and embedding ops the bytes read plus
 	// written per token, whole model, in the activation dtype; for a
@@ -524,6 +525,9 @@ var graphFamilies = map[string]family{
 	// opt.py: learned positions, LayerNorm, MHA with biases, fc1/ReLU/fc2 (graph_opt.go).
 	"OPTForCausalLM":    {name: "opt", src: srcOPT, qkvBias: attnBias, oBias: attnBias},
 	"Llama4ForCausalLM": {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
+	// qwen3_5.py (graph_qwen35.go): Gated DeltaNet and gated full-attention layers.
+	"Qwen3_5MoeForCausalLM": {name: "qwen3_5", src: srcQwen35, qkvBias: no, oBias: no, qkNorm: "head", moe: stdMoE("gate")},
+	"Qwen3_5ForCausalLM":    {name: "qwen3_5", src: srcQwen35, qkvBias: no, oBias: no, qkNorm: "head"},
 }
 
 // shortDtype names a dtype the way graphs print it.
@@ -605,6 +609,9 @@ func DeriveGraph(m *Model) (*Graph, error) {
 
 	if f.name == "opt" {
 		g.Embed, g.Head = b.optEmbedOps(), b.optHeadOps()
+	}
+	if m.IsHybridLinear() {
+		return b.qwen35Graph(g)
 	}
 
 	// Classify every layer, then keep the distinct kinds in order of first appearance.
@@ -1273,10 +1280,6 @@ var unsupportedModels = []UnsupportedModel{
 	{ID: "nvidia/DeepSeek-V4-Flash-NVFP4", Aliases: []string{"deepseek-v4-flash-nvfp4"},
 		Short:   "compressed sparse attention, hyper-connections, mixed NVFP4",
 		Missing: fmt.Sprintf(missingV4, 512) + "; also a mixed-precision NVFP4 quantization"},
-	{ID: "Qwen/Qwen3.5-397B-A17B", Aliases: []string{"qwen3.5-397b"},
-		Short: "linear attention (Gated DeltaNet) layers",
-		Missing: "hybrid linear attention: Gated DeltaNet layers keep a fixed-size recurrent state, not a per-token KV cache, between the full-attention layers; " +
-			"the decoder is also in a nested text_config"},
 }
 
 // UnsupportedModels lists the known models the catalog cannot represent,
@@ -1373,6 +1376,10 @@ func (o *Op) Describe() string {
 		}
 	case OpCollective:
 		add("%s over %s", o.Collective, o.Group)
+	case OpGDN:
+		if g := o.GDN; g != nil {
+			add("%s key_heads=%d value_heads=%d %dx%d state=%gB %s", g.Stage, g.KeyHeads, g.ValueHeads, g.KeyHeadDim, g.ValueHeadDim, g.StateBytes, g.StateDtype)
+		}
 	}
 	if o.BytesPerToken > 0 {
 		add("%g B/token", o.BytesPerToken)

@@ -478,8 +478,9 @@ func TestGraphKVMatchesConfig(t *testing.T) {
 		if m.IsMLA() {
 			per = m.KVLoraRank + m.QKRopeHeadDim
 		}
-		if got := g.KVCacheElemsPerToken(1); got != m.NumLayers*per {
-			t.Errorf("%s: KV elems per token %d, want %d", m.ID, got, m.NumLayers*per)
+		// Gated DeltaNet layers keep a recurrent state, not a KV cache.
+		if got, attn := g.KVCacheElemsPerToken(1), m.NumLayers-m.NumLinearLayers; got != attn*per {
+			t.Errorf("%s: KV elems per token %d, want %d", m.ID, got, attn*per)
 		}
 		if g.NumLayers() != m.NumLayers {
 			t.Errorf("%s: %d layers in the graph, %d in the config", m.ID, g.NumLayers(), m.NumLayers)
@@ -508,7 +509,6 @@ func TestLookupGraphTwinAndUnsupported(t *testing.T) {
 		{"deepseek-ai/DeepSeek-V4-Flash", "compressed sparse attention"},
 		{"deepseek-v4-pro", "hyper-connections"},
 		{"sgl-project--DeepSeek-V4-Flash-FP8", "compressed sparse attention"},
-		{"qwen/qwen3.5-397b-a17b", "Gated DeltaNet"},
 	} {
 		for _, lookup := range []func(string) error{
 			func(n string) error { _, err := LookupModel(n); return err },

@@ -138,6 +138,10 @@ var modelTable = []modelEntry{
 	// Qwen3's dense decoder in Qwen3-VL's wrapper, read from text_config;
 	// the vision tower's weights are counted, its compute is not priced.
 	{dir: "Qwen--Qwen3-VL-32B-Instruct", origin: originAIC, aliases: []string{"qwen3-vl-32b"}},
+	// Qwen3.5's hybrid decoder (Gated DeltaNet and gated full attention,
+	// 512-expert MoE) in its vision wrapper, read from text_config; the
+	// vision tower's weights are counted as for Qwen3-VL.
+	{dir: "Qwen--Qwen3.5-397B-A17B", origin: originAIC, aliases: []string{"qwen3.5-397b"}},
 	// Llama 4's text decoder in its vision wrapper (the vision tower is not
 	// counted: see textWrappers).
 	{dir: "meta-llama--Llama-4-Scout-17B-16E-Instruct", origin: originAIC, aliases: []string{"llama-4-scout"}},

@@ -166,6 +166,46 @@ type Model struct {
 	// Engram is the model's conditional memory (engram.go); nil when it
 	// has none.
 	Engram *Engram
+
+	// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5: layer_types
+	// "linear_attention"). LinearLayers[i] is true where layer i is a GDN
+	// layer (nil when none is); such a layer keeps a fixed-size recurrent
+	// state per request instead of a per-token KV cache. The state is a
+	// causal-conv window of LinearConvKernel−1 tokens over the q, k and v
+	// channels (in Dtype) and one LinearKeyHeadDim × LinearValueHeadDim
+	// matrix per value head (in SSMStateDtype).
+	LinearLayers       []bool
+	NumLinearLayers    int
+	LinearKeyHeads     int    // linear_num_key_heads
+	LinearValueHeads   int    // linear_num_value_heads
+	LinearKeyHeadDim   int    // linear_key_head_dim
+	LinearValueHeadDim int    // linear_value_head_dim
+	LinearConvKernel   int    // linear_conv_kernel_dim
+	SSMStateDtype      string // mamba_ssm_dtype ("float32", or Dtype when absent)
+	SSMStateDtypeBytes float64
+	AttnOutputGate     bool // attn_output_gate: q_proj also emits a sigmoid gate per head (Qwen3-Next, Qwen3.5)
+	MTPHiddenLayers    int  // mtp_num_hidden_layers: the MTP draft layers a Qwen3-Next/3.5 checkpoint ships
+}
+
+// IsHybridLinear reports whether some layers are Gated DeltaNet layers.
+func (m *Model) IsHybridLinear() bool { return m.NumLinearLayers > 0 }
+
+// LinearConvDim is the channels the GDN causal conv runs over, all ranks:
+// q and k (key heads × key dim each) and v (value heads × value dim).
+func (m *Model) LinearConvDim() int {
+	return 2*m.LinearKeyHeads*m.LinearKeyHeadDim + m.LinearValueHeads*m.LinearValueHeadDim
+}
+
+// LinearStateBytes is one GDN layer's per-request state on one of tp
+// ranks, as vLLM sizes it (vllm/model_executor/layers/mamba/mamba_utils.py
+// MambaStateShapeCalculator.gated_delta_net_state_shape @1936cf38): the
+// conv state (conv_kernel − 1) × conv_dim/tp in the model dtype and the
+// temporal state value_heads/tp × key_dim × value_dim in the ssm dtype.
+func (m *Model) LinearStateBytes(tp int) (conv, ssm float64) {
+	tp = max(tp, 1)
+	conv = float64((m.LinearConvKernel-1)*(m.LinearConvDim()/tp)) * m.DtypeBytes
+	ssm = float64(m.LinearValueHeads/tp*m.LinearKeyHeadDim*m.LinearValueHeadDim) * m.SSMStateDtypeBytes
+	return conv, ssm
 }
 
 // IsMoE reports whether the model routes tokens to experts.

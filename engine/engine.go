@@ -963,7 +963,9 @@ func (e *Engine) blocksNeeded(n int) int {
 	}
 	total := 0
 	for _, w := range e.hy.windows {
-		if w == 0 {
+		if w == mambaGroup {
+			total++ // one state block (mamba.go)
+		} else if w == 0 {
 			total += full
 		} else {
 			total += min(full, cdiv(min(w-1+e.cfg.MaxNumBatchedTokens, n), e.cfg.BlockSize)+1)

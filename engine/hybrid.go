@@ -30,6 +30,7 @@ type hybridState struct {
 	windows []int // per group: 0 full attention, else the sliding window
 	full    []int // full-attention group indices
 	slide   []int // sliding-window group indices
+	mamba   []int // Gated DeltaNet state group indices (mamba.go)
 	window  int   // the sliding window (one per model: vLLM's coordinator supports one other type)
 	contig  int   // blocks a sliding hit needs: cdiv(window − 1, block_size)
 
@@ -48,6 +49,8 @@ func (c Config) validateGroups() error {
 		return fmt.Errorf("KV cache groups: sliding-window mask %#x names groups beyond the %d", l.Sliding, l.Groups)
 	case l.Sliding != 0 && l.Window < 1:
 		return fmt.Errorf("KV cache groups: sliding window %d must be ≥ 1", l.Window)
+	case l.Mamba != 0:
+		return c.validateMamba()
 	case l.Groups > 1 && (l.Sliding == 0 || l.Sliding == 1<<uint(l.Groups)-1):
 		return fmt.Errorf("%d KV cache groups: vLLM's hybrid KV cache coordinator needs full-attention groups plus sliding-window groups", l.Groups)
 	}
@@ -68,6 +71,11 @@ func (e *Engine) initHybrid() {
 	h.hits = make([][]int32, n)
 	h.swRun = make([][]int32, n)
 	for g := 0; g < n; g++ {
+		if l.IsMamba(g) {
+			h.windows[g] = mambaGroup
+			h.mamba = append(h.mamba, g)
+			continue
+		}
 		if l.IsSliding(g) {
 			h.windows[g] = l.Window
 			h.slide = append(h.slide, g)
@@ -231,6 +239,10 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 	total := 0
 	for g, w := range h.windows {
 		k := r.group(g)
+		if w == mambaGroup {
+			total += mambaBlocksToAllocate(k)
+			continue
+		}
 		skipped := 0
 		if w > 0 {
 			skipped = max(0, computed-w+1) / bs
@@ -269,9 +281,13 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 		}
 		r.NumComputed = computed
 	}
-	for g := range h.windows {
+	for g, w := range h.windows {
 		k := r.group(g)
-		if m := required - len(k.blocks); m > 0 {
+		want := required
+		if w == mambaGroup {
+			want = 1
+		}
+		if m := want - len(k.blocks); m > 0 {
 			k.blocks = e.pool.take(m, k.blocks)
 		}
 	}
@@ -287,7 +303,10 @@ func (e *Engine) cacheFullGroups(r *Request, upto int) {
 	bs := e.cfg.BlockSize
 	full := upto / bs
 	r.extendHashes(full*bs, bs)
-	for g := range e.hy.windows {
+	for g, w := range e.hy.windows {
+		if w == mambaGroup {
+			continue // no prefix caching of the state (kernel.HybridPrefixCaching)
+		}
 		k := r.group(g)
 		for i := k.numCached; i < full; i++ {
 			if b := k.blocks[i]; b != 0 {

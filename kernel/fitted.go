@@ -64,6 +64,7 @@ const (
 	termMoE
 	termElementwise
 	termComm
+	termGDN // a Gated DeltaNet kernel (mamba.go)
 )
 
 // term is one operator of the graph, resolved against the deployment and
@@ -93,6 +94,7 @@ type term struct {
 	lnBytes float64 // comm: ln bytes
 	comm    *commCurve
 	commBig *commCurve // NCCL, for all-reduces above the custom kernel's limit
+	gdn     gdnTerm    // termGDN
 }
 
 // fitted is the "fitted-v1" step pricer: the model's operator graph
@@ -758,6 +760,13 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			r.push(r.kernelTerm(a2a, legs[1], count))
 			return
 		}
+	case catalog.OpGDN:
+		t.kind = termGDN
+		var err error
+		if t.gdn, err = newGDNTerm(r.d, r.co, op.GDN); err != nil {
+			r.err = err
+			return
+		}
 	case catalog.OpElementwise, catalog.OpEmbedding:
 		t.kind = termElementwise
 		t.bytes = op.BytesPerToken
@@ -1067,6 +1076,8 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 			compute += t.count * s
 		case termElementwise:
 			memory += t.count * (f.elemFloor + m*t.bytes/f.memBW)
+		case termGDN:
+			compute += t.count * t.gdn.time(nPre, pre, nDec, dec)
 		case termComm:
 			bytes := m * t.bytes
 			curve := t.comm

@@ -247,11 +247,14 @@ type MemoryPlan struct {
 // pool, a block being one page of each of a group's layers. The zero value
 // is a plain model.
 type KVCacheLayout struct {
-	Groups    int    // KV cache groups (1 for a plain model)
-	Sliding   uint64 // bit g set: group g is a sliding-window group
-	Window    int    // the sliding groups' window, tokens
-	GroupSize int    // layers per group (vLLM's group_size; the last group of a type may be padding)
-	BlockSize int    // tokens per block
+	Groups  int    // KV cache groups (1 for a plain model)
+	Sliding uint64 // bit g set: group g is a sliding-window group
+	// Mamba has bit g set where group g holds Gated DeltaNet (mamba-style)
+	// state: one block per request whatever its length (mamba.go).
+	Mamba     uint64
+	Window    int // the sliding groups' window, tokens
+	GroupSize int // layers per group (vLLM's group_size; the last group of a type may be padding)
+	BlockSize int // tokens per block
 	// MaxNumBatchedTokens is --max-num-batched-tokens: during chunked
 	// prefill a sliding-window request holds window − 1 computed tokens
 	// plus one step's new tokens.
@@ -268,6 +271,9 @@ func (l KVCacheLayout) IsSliding(g int) bool { return g < 64 && l.Sliding>>uint(
 // block_size) + 1, the +1 for a window that starts inside a block).
 func (l KVCacheLayout) MaxBlocks(g, maxModelLen int) int {
 	bs := max(l.BlockSize, 1)
+	if l.IsMamba(g) {
+		return 1
+	}
 	if !l.IsSliding(g) {
 		return (maxModelLen + bs - 1) / bs
 	}

@@ -209,6 +209,9 @@ type kvLayout struct {
 }
 
 func newKVLayout(d Deployment, s shape) kvLayout {
+	if d.Model.IsHybridLinear() {
+		return mambaKVLayout(d, s) // Gated DeltaNet state groups (mamba.go)
+	}
 	bs := d.BlockSize
 	windows, uniformBytes := layerWindows(d, s)
 	// Distinct windows in order of first appearance and their layer counts.

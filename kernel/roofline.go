@@ -87,6 +87,9 @@ type roofline struct {
 	bytesKVFull      float64 // per context token read, full layers
 	bytesKVSW        float64 // per context token read, sliding-window layers
 	bytesKVWrite     float64 // per new token, all layers
+	// bytesStatePerRow is the Gated DeltaNet state every scheduled row
+	// reads and writes once a step, all GDN layers (mamba.go).
+	bytesStatePerRow float64
 	bytesActPerToken float64
 	secPerByte       float64
 	window           float64 // sliding window, tokens (0: none)
@@ -201,6 +204,7 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 	r.bytesKVFull = s.Lfull * s.kvBytesLayer
 	r.bytesKVSW = s.Lsw * s.kvBytesLayer
 	r.bytesKVWrite = s.L * s.kvBytesLayer
+	r.bytesStatePerRow = 2 * s.Llin * s.linStateLayer
 	// Per layer and token: two fused add+RMSNorms read and write the hidden
 	// state and the residual (8·H); each GEMM reads its input and writes its
 	// output once (qkv, o_proj, gate/up, down); attention reads q and writes
@@ -273,7 +277,8 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 
 	bytes := r.bytesAlways +
 		(decodeCtx+prefillCtx)*r.bytesKVFull + (decodeSW+prefillSW)*r.bytesKVSW +
-		T*(r.bytesKVWrite+r.bytesActPerToken)
+		T*(r.bytesKVWrite+r.bytesActPerToken) +
+		float64(max(b.NumDecode, 0)+max(b.NumPrefill, 0))*r.bytesStatePerRow
 	if r.numExperts > 0 {
 		// Expected distinct experts hit by T tokens choosing top-k of E
 		// uniformly: E·(1 − (1 − k/E)^T).

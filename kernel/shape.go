@@ -52,10 +52,14 @@ type shape struct {
 	vision       float64 // a multimodal wrapper's vision-tower parameters on this rank
 
 	// Per token.
-	kvBytesLayer float64 // KV bytes one token adds to one layer on this rank
-	qkvOut       float64 // attention input projection width per rank
-	attnOut      float64 // attention output width per rank (input of o_proj)
-	mlpWidth     float64 // intermediate activations per token per MoE/dense layer (widest)
+	kvBytesLayer float64 // KV bytes one token adds to one layer on this rank (averaged over all layers for a hybrid-linear model)
+	// Hybrid linear attention (mamba.go): the GDN layers, the KV bytes one
+	// token adds to one full-attention layer, and one GDN layer's
+	// per-request state, on this rank.
+	Llin, attnKVLayer, linStateLayer float64
+	qkvOut                           float64 // attention input projection width per rank
+	attnOut                          float64 // attention output width per rank (input of o_proj)
+	mlpWidth                         float64 // intermediate activations per token per MoE/dense layer (widest)
 }
 
 func newShape(d Deployment) shape {
@@ -151,6 +155,10 @@ func newShape(d Deployment) shape {
 				s.finalNorm = 2 * H
 			}
 		}
+	}
+	s.attnKVLayer = s.kvBytesLayer
+	if m.IsHybridLinear() {
+		hybridLinearShape(d, &s)
 	}
 
 	// Gated MLPs (SwiGLU): gate, up and down, 3·H·I parameters; OPT's
@@ -283,7 +291,7 @@ func dsaKVBytesLayer(m *catalog.Model, kvB float64, blackwell bool) float64 {
 // kvBytesPerToken is the KV cache one token takes on one rank, all layers
 // (sliding-window layers counted as full; kvLayout sizes the pool by KV
 // cache group).
-func (s shape) kvBytesPerToken() float64 { return s.L * s.kvBytesLayer }
+func (s shape) kvBytesPerToken() float64 { return (s.L - s.Llin) * s.kvBytesLayer }
 
 // WeightBytes is the weight memory of one tensor-parallel rank.
 func WeightBytes(d Deployment) (float64, error) {

@@ -98,7 +98,7 @@ func validateSpec(d Deployment) error {
 			return err
 		}
 		if g.Draft == nil || g.Draft.Method != "mtp" || len(g.Draft.Layers) == 0 {
-			return fmt.Errorf("--speculative-config method mtp: %s has no MTP layers (num_nextn_predict_layers); models that have: %v", d.Model.ID, catalog.MTPModels())
+			return fmt.Errorf("--speculative-config method mtp: %s has no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers); models that have: %v", d.Model.ID, catalog.MTPModels())
 		}
 		if n := g.Draft.NumLayers(); n > 0 && s.NumTokens > n && s.NumTokens%n != 0 {
 			return fmt.Errorf("--speculative-config num_speculative_tokens %d: above the %d MTP layers of %s it must be a multiple of them (vllm/config/speculative.py)", s.NumTokens, n, d.Model.ID)

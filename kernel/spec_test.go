@@ -60,7 +60,7 @@ func TestValidateSpec(t *testing.T) {
 		{"unknown method", "llama-3.1-8b", 1, Speculation{Method: "medusa", NumTokens: 3}, `method "medusa" is not supported`},
 		{"k 0", "llama-3.1-8b", 1, Speculation{Method: "ngram"}, "num_speculative_tokens 0 must be in 1..32"},
 		{"k 33", "llama-3.1-8b", 1, Speculation{Method: "ngram", NumTokens: 33}, "num_speculative_tokens 33 must be in 1..32"},
-		{"mtp without layers", "llama-3.1-8b", 1, Speculation{Method: "mtp", NumTokens: 1}, "has no MTP layers (num_nextn_predict_layers); models that have: [deepseek-ai/DeepSeek-R1"},
+		{"mtp without layers", "llama-3.1-8b", 1, Speculation{Method: "mtp", NumTokens: 1}, "has no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers); models that have: [Qwen/Qwen3.5-397B-A17B deepseek-ai/DeepSeek-R1"},
 		{"eagle on MLA", "deepseek-v3", 8, Speculation{Method: "eagle3", NumTokens: 1}, "use method mtp"},
 		{"eagle head by id", "llama-3.1-8b", 1, Speculation{Method: "eagle3", NumTokens: 1, DraftModel: "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}, ""},
 		{"mtp naming the target", "deepseek-v3", 8, Speculation{Method: "mtp", NumTokens: 1, DraftModel: "deepseek-ai/DeepSeek-V3"}, ""},

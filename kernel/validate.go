@@ -24,6 +24,9 @@ func Validate(d Deployment) error {
 		return fmt.Errorf("model %s has incomplete architecture numbers (layers %d, hidden %d, heads %d/%d, head_dim %d, vocab %d)",
 			m.ID, m.NumLayers, m.HiddenSize, m.NumHeads, m.NumKVHeads, m.HeadDim, m.VocabSize)
 	}
+	if err := validateHybridLinear(d); err != nil {
+		return err
+	}
 	if d.TP < 1 {
 		return fmt.Errorf("--tensor-parallel-size %d must be ≥ 1", d.TP)
 	}

@@ -202,6 +202,20 @@ func (s Scenario) resolveServe(r *Resolved) error {
 	if r.Deployment.Engram, err = parseEngramConfig(s.EngramConfig); err != nil {
 		return err
 	}
+	prefixCaching := s.EnablePrefixCaching
+	if bs := kernel.HybridBlockSize(r.Deployment); bs > 0 {
+		// Hybrid linear attention (kernel/mamba.go): vLLM raises the
+		// attention block size to hold a GDN state page, and turns prefix
+		// caching off.
+		if bs != blockSize {
+			r.Notes = append(r.Notes, fmt.Sprintf("INFO Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", bs))
+		}
+		blockSize, r.Deployment.BlockSize = bs, bs
+		if on, note := kernel.HybridPrefixCaching(r.Deployment); !on && prefixCaching {
+			prefixCaching = false
+			r.Notes = append(r.Notes, "INFO "+note)
+		}
+	}
 	async := s.AsyncScheduling
 	if pp := s.PipelineParallelSize; pp > 1 {
 		if s.DataParallelSize > 1 {
@@ -271,7 +285,7 @@ func (s Scenario) resolveServe(r *Resolved) error {
 		MaxNumSeqs: mns, MaxNumBatchedTokens: mnbt,
 		LongPrefillTokenThreshold: s.LongPrefillTokenThreshold,
 		EnableChunkedPrefill:      s.EnableChunkedPrefill,
-		EnablePrefixCaching:       s.EnablePrefixCaching,
+		EnablePrefixCaching:       prefixCaching,
 		BlockSize:                 blockSize,
 		NumGPUBlocks:              r.Memory.NumBlocks,
 		MaxModelLen:               maxLen,

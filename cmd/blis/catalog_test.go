@@ -70,7 +70,6 @@ func TestCatalogShowErrors(t *testing.T) {
 	}{
 		{[]string{"catalog", "show", "llama-3.1-7b"}, "did you mean"},
 		{[]string{"catalog", "show", "deepseek-ai/DeepSeek-V4-Flash"}, "known but not supported: DeepSeek-V4 compressed sparse attention"},
-		{[]string{"catalog", "show", "qwen3.5-397b"}, "Gated DeltaNet"},
 		{[]string{"catalog", "show"}, "takes one model"},
 		{[]string{"catalog", "show", "a", "b"}, "takes one model"},
 		{[]string{"catalog", "list", "extra"}, "takes no arguments"},
@@ -80,6 +79,21 @@ func TestCatalogShowErrors(t *testing.T) {
 		code, out, errOut := runCLI(t, tt.args...)
 		if code != 2 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q, want exit 2 and %q (stdout %q)", tt.args, code, errOut, tt.want, out)
+		}
+	}
+}
+
+// Qwen3.5's hybrid stack shows its GDN kernels, and a dry run prints the
+// memory plan with the raised attention block size.
+func TestQwen35ShowAndDryRun(t *testing.T) {
+	code, out, errOut := runCLI(t, "catalog", "show", "qwen3.5-397b")
+	if code != 0 || !strings.Contains(out, "45 gdn_moe + 15 attn_moe") || !strings.Contains(out, "delta_rule key_heads=16 value_heads=64") {
+		t.Errorf("catalog show: exit %d, stderr %q, stdout %q", code, errOut, out)
+	}
+	code, out, errOut = runCLI(t, "run", "--model", "qwen3.5-397b", "--hardware", "h200", "--tensor-parallel-size", "8", "--dry-run")
+	for _, w := range []string{"block size 528", "KV bytes per token (per GPU): 15360", "Setting attention block size to 528 tokens", "without support for prefix caching"} {
+		if code != 0 || !strings.Contains(out+errOut, w) {
+			t.Errorf("dry run: exit %d, lacks %q:\n%s%s", code, w, errOut, out)
 		}
 	}
 }

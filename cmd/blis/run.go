@@ -726,8 +726,19 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 				sliding++
 			}
 		}
-		fmt.Fprintf(bw, "KV cache groups: %d of %d layers sharing the pool (%d sliding-window of %d tokens); tokens = blocks / groups × block size, as vLLM reports them\n",
-			l.Groups, l.GroupSize, sliding, l.Window)
+		if l.Mamba != 0 {
+			mamba := 0
+			for g := 0; g < l.Groups; g++ {
+				if l.IsMamba(g) {
+					mamba++
+				}
+			}
+			fmt.Fprintf(bw, "KV cache groups: %d of %d layers sharing the pool (%d of them Gated DeltaNet state groups, where a request holds one block; blocks of %d tokens); tokens = blocks / groups × block size, as vLLM reports them\n",
+				l.Groups, l.GroupSize, mamba, l.BlockSize)
+		} else {
+			fmt.Fprintf(bw, "KV cache groups: %d of %d layers sharing the pool (%d sliding-window of %d tokens); tokens = blocks / groups × block size, as vLLM reports them\n",
+				l.Groups, l.GroupSize, sliding, l.Window)
+		}
 	}
 	fmt.Fprintf(bw, "Step model: %s\n", r.Pricer.Name())
 	if s, ok := r.Pricer.(interface{ Substitutions() []string }); ok {
