@@ -37,7 +37,8 @@ import (
 //     request (the anchor and k − 1 noise tokens: sample_from_anchor), the
 //     LM head over all of them, and k sequential Markov steps of one row
 //     per request; the block forward and the Markov loop are one FULL CUDA
-//     graph when the block's tokens fit a capture size, else eager;
+//     graph when the decode cudagraph mode is FULL and the block's tokens
+//     fit a capture size (the list rounded to multiples of k), else eager;
 //   - ngram, suffix: no GPU pass; a CPU lookup per request that samples.
 
 // maxSpecTokens bounds num_speculative_tokens: vLLM sets no hard limit, but
@@ -316,6 +317,14 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 	s.name, s.block = dg.description, dg.block
 	if dg.block {
 		s.graphs, s.passCPU, s.passGap = blockGraphs(f.mode, dg.layersAPass, f.a.HostPiecewisePerLayer, f.a.HostDraftPass, f.a.PiecewiseGapPerLayer)
+		// The drafter's CudaGraphManager (decode_query_len k, the block's
+		// queries per request) rounds the capture sizes once more, to
+		// multiples of k (adjust_cudagraph_sizes_for_spec_decode).
+		if c := f.captureSizes; s.graphs && len(c) > 0 {
+			if s.captureSizes, err = specCaptureSizes(c, k, c[len(c)-1]); err != nil {
+				s.graphs, s.captureSizes, err = false, nil, nil
+			}
+		}
 	}
 	newTerms := func(embed []catalog.Op, layers []catalog.LayerKind, counts []int, head []catalog.Op) (*fitted, error) {
 		df := &fitted{memBW: f.memBW, a: f.a, mode: f.mode, elemFloor: f.elemFloor}
@@ -344,18 +353,19 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 }
 
 // blockGraphs is how a DSpark step replays CUDA graphs under the target's
-// cudagraph mode: DSparkSpeculator captures the whole draft step (block
-// forward and Markov loop) as one FULL graph (mirroring DFlash's
-// CudaGraphManager), so a mode with FULL graphs launches it once with no
-// gaps; PIECEWISE alone replays per-layer graphs as the other drafters do;
-// NONE runs eagerly. It returns whether graphs replay, the CPU seconds of
-// launching the step and the GPU gap seconds inside it.
+// cudagraph mode (DFlashSpeculator.init_cudagraph_manager,
+// vllm/v1/worker/gpu/spec_decode/dflash/speculator.py@00746147, which
+// DSparkSpeculator inherits): when the decode mode is FULL (FULL,
+// FULL_AND_PIECEWISE, FULL_DECODE_ONLY) the whole draft step (block
+// forward and Markov loop) is one FULL_DECODE_ONLY graph, launched once
+// with no gaps; PIECEWISE is not supported and, like NONE, runs the draft
+// eagerly, its launches costed as the other drafters' per-layer ones. It
+// returns whether graphs replay, the CPU seconds of launching the step
+// and the GPU gap seconds inside it.
 func blockGraphs(mode string, layers int, perLayer, pass, gapPerLayer time.Duration) (graphs bool, cpu, gap float64) {
 	switch mode {
 	case "FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY":
 		return true, pass.Seconds(), 0
-	case "PIECEWISE":
-		return true, (time.Duration(layers)*perLayer + pass).Seconds(), (time.Duration(layers) * gapPerLayer).Seconds()
 	}
 	return false, (time.Duration(layers)*perLayer + pass).Seconds(), (time.Duration(layers) * gapPerLayer).Seconds()
 }

@@ -414,6 +414,7 @@ func BenchmarkStepTimeSpec(b *testing.B) {
 		{"mtp-DeepSeek-V3", "deepseek-ai/DeepSeek-V3", 8, Speculation{Method: "mtp", NumTokens: 3}},
 		{"eagle3-Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", 1, Speculation{Method: "eagle3", NumTokens: 3}},
 		{"draft_model-Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct", 4, Speculation{Method: "draft_model", NumTokens: 3, DraftModel: "meta-llama/Llama-3.1-8B-Instruct"}},
+		{"dspark-DeepSeek-R1", "deepseek-ai/DeepSeek-R1", 8, Speculation{Method: "dspark", NumTokens: 3}},
 	} {
 		for name, p := range bothPricers(b, specDeploy(b, tc.model, "h200", tc.tp, tc.spec)) {
 			b.Run(name+"/"+tc.name, func(b *testing.B) {
@@ -608,5 +609,44 @@ func TestSpecDSparkDraftShape(t *testing.T) {
 	blk, mk, reqs := specBlock(&Batch{NumDecode: 4, DecodeTokens: 24, DecodeContext: 8000, Sampled: 4, SpecRows: 4, SpecTokens: 20}, 5)
 	if reqs != 4 || blk.DecodeTokens != 20 || blk.Sampled != 20 || blk.NumDecode != 4 || mk.Sampled != 4 || blk.DecodeContext != 8020 {
 		t.Errorf("specBlock: %+v / %+v / %d", blk, mk, reqs)
+	}
+}
+
+// DSpark's draft step is one FULL graph when the decode cudagraph mode is
+// FULL, at capture sizes rounded once more to multiples of k (the block's
+// queries per request); vLLM's DFlash/DSpark drafter has no PIECEWISE
+// graphs, so PIECEWISE and NONE run it eagerly.
+func TestSpecDSparkGraphs(t *testing.T) {
+	const k = 5
+	for _, tc := range []struct {
+		mode   string
+		graphs bool
+	}{{"", true}, {"FULL", true}, {"FULL_DECODE_ONLY", true}, {"PIECEWISE", false}, {"NONE", false}} {
+		d := specDeploy(t, "deepseek-r1", "h200", 8, Speculation{Method: "dspark", NumTokens: k})
+		d.CUDAGraphMode = tc.mode
+		p, err := NewFitted(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.(*fitted).spec
+		if s.graphs != tc.graphs || !s.block {
+			t.Errorf("mode %q: graphs %v block %v, want graphs %v", tc.mode, s.graphs, s.block, tc.graphs)
+			continue
+		}
+		if !tc.graphs {
+			continue
+		}
+		if s.passGap != 0 {
+			t.Errorf("mode %q: a FULL graph has gaps %v", tc.mode, s.passGap)
+		}
+		for _, c := range s.captureSizes {
+			if c%k != 0 {
+				t.Errorf("mode %q: draft capture size %d not a multiple of %d (%v)", tc.mode, c, k, s.captureSizes)
+				break
+			}
+		}
+		if m, ok := s.pad(3 * k); !ok || m != 3*k {
+			t.Errorf("mode %q: a block of 3 requests pads to %d (graphed %v), want %d", tc.mode, m, ok, 3*k)
+		}
 	}
 }
