@@ -600,3 +600,43 @@ func TestSpecDSparkRun(t *testing.T) {
 	}
 	t.Logf("%d verifications, mean acceptance length %.3f, %v simulated", st.SpecDrafts, st.SpecMeanAcceptanceLength(), now)
 }
+
+// TestSpecDraftSlotsChargeTheInputBudget: vLLM's scheduler charges every
+// scheduled request its tokens plus the drafter's input slots
+// (max_num_new_slots_for_drafting, k − 1 = 4 for DSpark at k = 5) to an
+// input budget of --max-num-batched-tokens. With a budget of 64 and
+// decode rows of 1 + 5 tokens, request i may take at most
+// 64 − 6i − 4(i + 1) tokens: six rows fit (the seventh's cap is 0),
+// where without draft slots ten full rows and a trimmed eleventh do.
+// (The input budget also admits only eight of the twelve 4-token prompts
+// in the first step; the rest wait behind the running rows.)
+func TestSpecDraftSlotsChargeTheInputBudget(t *testing.T) {
+	for _, tc := range []struct{ slots, rows, tokens int }{{0, 11, 64}, {4, 6, 36}} {
+		c := scfg(64, 16, 4096, 16, []float64{0, 0, 0, 0, 0}, specdecode.Random, true)
+		c.Spec.DraftSlots = tc.slots
+		e, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			e.Add(req(int64(i), 1000, seg(uint64(i+1), 4)), 0)
+		}
+		// Running requests go first: once the first rows decode with five
+		// drafts each, the steady step is what the input budget admits.
+		var now time.Duration
+		for range 5 {
+			step(t, e, &now)
+		}
+		var b kernel.Batch
+		e.Schedule(now, &b)
+		if b.NumPrefill != 0 || b.NumDecode != tc.rows || b.DecodeTokens != tc.tokens {
+			t.Errorf("slots %d: %d decode rows, %d tokens (%d prefill rows), want %d rows, %d tokens",
+				tc.slots, b.NumDecode, b.DecodeTokens, b.NumPrefill, tc.rows, tc.tokens)
+		}
+	}
+	c := scfg(64, 16, 4096, 16, []float64{0.5, 0.2}, specdecode.Random, true)
+	c.Spec.DraftSlots = 3
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "max_num_new_slots_for_drafting") {
+		t.Errorf("3 draft slots at k 2: %v", err)
+	}
+}

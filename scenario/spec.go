@@ -153,5 +153,6 @@ func (p specPlan) engineSpec(seed int64) engine.Speculation {
 		NumTokens: p.k, Lookahead: specdecode.LookaheadSlots(p.method),
 		Acceptance: p.sched, Mode: p.mode, Seed: uint64(seed),
 		DropLastHitBlock: eagle && !p.cfg.DisableEagleBlockDrop,
+		DraftSlots:       p.cfg.DraftSlots(),
 	}
 }

@@ -276,6 +276,31 @@ func ParseConfig(s string) (Config, error) {
 	return c, nil
 }
 
+// DraftSlots is vLLM's max_num_new_slots_for_drafting
+// (vllm/config/speculative.py@002e77c1): the drafter's input positions a
+// scheduled request takes beyond its scheduled tokens, which vLLM's
+// scheduler charges to its input budget. Parallel drafters reuse the
+// existing query and add the masked ones (k − 1: DSpark, which always
+// drafts in parallel, and P-EAGLE); a parallel draft model (PARD) adds k;
+// an autoregressive draft model keeps one unsliced token (1); EAGLE, MTP,
+// n-gram and suffix add none.
+func (c Config) DraftSlots() int {
+	if c.Method == nil || c.NumSpeculativeTokens == nil {
+		return 0
+	}
+	k, m := *c.NumSpeculativeTokens, *c.Method
+	parallel := c.ParallelDrafting || m == "dspark"
+	switch {
+	case parallel && m == "draft_model":
+		return k
+	case parallel:
+		return k - 1
+	case m == "draft_model":
+		return 1
+	}
+	return 0
+}
+
 // SyntheticSchedule is the acceptance schedule of vLLM's synthetic
 // rejection sampler when the config asks for one (ok false otherwise):
 // the rates as given, or a mean length resolved to vLLM's minimum-variance

@@ -454,3 +454,29 @@ func TestPresetsCiteASource(t *testing.T) {
 		}
 	}
 }
+
+// TestDraftSlots mirrors vLLM's test_max_num_new_slots_for_drafting at
+// k = 8 (tests/v1/spec_decode): parallel EAGLE and DSpark 7, MTP and
+// n-gram 0, a draft model 1, a parallel draft model (PARD) 8.
+func TestDraftSlots(t *testing.T) {
+	for in, want := range map[string]int{
+		`{"method": "eagle3", "model": "m", "num_speculative_tokens": 8, "parallel_drafting": true}`: 7,
+		`{"method": "eagle3", "model": "m", "num_speculative_tokens": 8}`:                            0,
+		`{"method": "dspark", "num_speculative_tokens": 8}`:                                          7,
+		`{"method": "mtp", "num_speculative_tokens": 8}`:                                             0,
+		`{"method": "ngram", "num_speculative_tokens": 8}`:                                           0,
+		`{"model": "m", "num_speculative_tokens": 8}`:                                                1,
+		`{"model": "m", "num_speculative_tokens": 8, "parallel_drafting": true}`:                     8,
+	} {
+		c, err := ParseConfig(in)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := c.DraftSlots(); got != want {
+			t.Errorf("%s: %d draft slots, want %d", in, got, want)
+		}
+	}
+	if (Config{}).DraftSlots() != 0 {
+		t.Error("an empty config has draft slots")
+	}
+}
