@@ -536,8 +536,10 @@ type rooflineDraft struct {
 	name              string
 	combinePerToken   float64 // seconds per token of the once-a-step ops
 	combineBytesFixed float64
-	block             bool           // dspark: one block pass (specBlock)
-	markov            *rooflineDraft // dspark: one Markov step's ops
+	// combineBytesPerToken: their elementwise bytes per scheduled token.
+	combineBytesPerToken float64
+	block                bool           // dspark: one block pass (specBlock)
+	markov               *rooflineDraft // dspark: one Markov step's ops
 }
 
 // bytesPerParam is the storage of a graph dtype.
@@ -631,11 +633,14 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 			if op.Shard == catalog.ShardSplit || op.Shard == catalog.ShardColumn {
 				b /= n
 			}
-			if op.Rows == catalog.RowsSampled {
+			switch {
+			case op.Rows == catalog.RowsSampled:
 				dst.bytesPerSampled += count * b
-				return
+			case combine:
+				dst.combineBytesPerToken += count * b
+			default:
+				dst.bytesPerToken += count * b
 			}
-			dst.bytesPerToken += count * b
 		case catalog.OpAttention:
 			at := op.Attn
 			heads := float64(at.Heads) / n
@@ -746,7 +751,7 @@ func (s *rooflineDraft) add(b *Batch, out *Breakdown) (total time.Duration) {
 	T := float64(tokens)
 	c, m, co := s.pass(&first, T)
 	c += T * s.combinePerToken
-	m += s.combineBytesFixed * s.secPerByte
+	m += (s.combineBytesFixed + T*s.combineBytesPerToken) * s.secPerByte
 	gpu := math.Max(c, m) + co
 	launch := math.Max(s.passGap, s.passCPU-gpu)
 	busy := gpu
@@ -777,7 +782,7 @@ func (s *rooflineDraft) addBlock(b *Batch, tokens int, out *Breakdown) time.Dura
 	}
 	c, m, co := s.pass(&blk, float64(blk.DecodeTokens))
 	c += float64(tokens) * s.combinePerToken
-	m += s.combineBytesFixed * s.secPerByte
+	m += (s.combineBytesFixed + float64(tokens)*s.combineBytesPerToken) * s.secPerByte
 	gpu := math.Max(c, m) + co
 	compute, memory, comm := c, m, co
 	if s.markov != nil {
