@@ -290,6 +290,8 @@ type fittedDraft struct {
 	captureSizes []int
 	passCPU      float64 // seconds of CPU launching one pass
 	passGap      float64 // seconds of GPU idle between one pass's piecewise graphs
+	eagerCPU     float64 // dspark: passCPU and passGap of a block pass too
+	eagerGap     float64 // large for its graphs, run eagerly
 	hostPerRow   time.Duration
 	name         string
 }
@@ -315,6 +317,7 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 	s.passCPU = (time.Duration(dg.layersAPass)*f.a.HostPiecewisePerLayer + f.a.HostDraftPass).Seconds()
 	s.passGap = (time.Duration(dg.layersAPass) * f.a.PiecewiseGapPerLayer).Seconds()
 	s.name, s.block = dg.description, dg.block
+	s.eagerCPU, s.eagerGap = s.passCPU, s.passGap
 	if dg.block {
 		s.graphs, s.passCPU, s.passGap = blockGraphs(f.mode, dg.layersAPass, f.a.HostPiecewisePerLayer, f.a.HostDraftPass, f.a.PiecewiseGapPerLayer)
 		// The drafter's CudaGraphManager (decode_query_len k, the block's
@@ -497,7 +500,11 @@ func (s *fittedDraft) addBlock(b *Batch, tokens int, out *Breakdown) {
 		n := float64(s.k)
 		compute, memory, comm = compute+n*c, memory+n*me, comm+n*co
 	}
-	launch := math.Max(s.passGap, s.passCPU-(compute+memory+comm))
+	cpu, gap := s.passCPU, s.passGap
+	if !graphed {
+		cpu, gap = s.eagerCPU, s.eagerGap
+	}
+	launch := math.Max(gap, cpu-(compute+memory+comm))
 	dc, dm, dco, dl := seconds(compute), seconds(memory), seconds(comm), seconds(launch)
 	out.Compute += dc
 	out.Memory += dm

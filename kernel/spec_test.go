@@ -648,5 +648,8 @@ func TestSpecDSparkGraphs(t *testing.T) {
 		if m, ok := s.pad(3 * k); !ok || m != 3*k {
 			t.Errorf("mode %q: a block of 3 requests pads to %d (graphed %v), want %d", tc.mode, m, ok, 3*k)
 		}
+		if _, ok := s.pad(1 << 20); ok || s.eagerCPU <= s.passCPU || s.eagerGap <= 0 {
+			t.Errorf("mode %q: a block beyond the largest capture size replays a graph (%v) or launches as cheaply (%g ≤ %g s)", tc.mode, ok, s.eagerCPU, s.passCPU)
+		}
 	}
 }
