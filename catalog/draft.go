@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -185,4 +186,143 @@ func MTPModels() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// DSpark (vLLM's method "dspark", PR #46995): a semi-autoregressive block
+// drafter. The proposer (vllm/v1/worker/gpu/spec_decode/dspark/
+// speculator.py@02957b5a, DSparkSpeculator on DFlashSpeculator) first
+// projects the target's fused hidden states of every scheduled token into
+// the draft's context KV, then runs ONE parallel forward of its stage stack
+// over a block of num_speculative_tokens query positions per request (the
+// anchor — the verified token — and k − 1 noise tokens; with
+// sample_from_anchor, vLLM's default, every position predicts the next
+// token), the LM head over every block position, and a sequential Markov
+// loop: k steps, each adding a rank-r bias W₂(W₁[previous token]) to one
+// position's logits and sampling it. The whole step is one FULL CUDA graph.
+
+// srcDSpark is the vLLM module the derived DSpark stack mirrors.
+const srcDSpark = "vllm/v1/worker/gpu/spec_decode/dspark/speculator.py@02957b5a"
+
+// DSparkStages is the stage count of a DeepSeek DSpark stack: the DSpark
+// checkpoints of DeepSeek-V4.1 ship three MTP-style stages under mtp.*
+// (num_nextn_predict_layers 3; vllm/config/speculative.py@002e77c1
+// hf_config_override: "n_predict to the number of MTP stages (3)"). The
+// catalog's configs carry no dspark_* keys, so it is a constant.
+const DSparkStages = 3
+
+// DSparkMarkovRank is dspark_markov_rank of the published DeepSeek DSpark
+// configs (256): the width of the Markov head's token embedding W₁ and of
+// its projection W₂ onto the vocabulary.
+const DSparkMarkovRank = 256
+
+// DSparkTargetLayers is len(dspark_target_layer_ids) of the DeepSeek
+// DSpark configs ([40, 41, 42] for V4-Flash): the target hidden states
+// main_proj fuses into the draft's context.
+const DSparkTargetLayers = 3
+
+// DSparkDraft is a DSpark stack derived from a target's MTP layer.
+type DSparkDraft struct {
+	// Embed embeds the block's query tokens (anchor and noise tokens).
+	Embed []Op
+	// Stage is one stage (the MTP layer's decoder layer); Stage.Count is
+	// DSparkStages.
+	Stage LayerKind
+	// Head is the final norm, the LM head and its logits gather, over
+	// every block position (RowsSampled: one row per query position).
+	Head []Op
+	// Context runs once per step over every scheduled token: main_proj
+	// (DSparkTargetLayers × hidden → hidden) and each stage's K/V
+	// projection and cache write of the context (DFlash's
+	// precompute_and_store_context_kv).
+	Context []Op
+	// Markov is one step of the Markov loop over one row per request,
+	// run num_speculative_tokens times: the rank-r embedding gather, the
+	// r → vocabulary GEMM (vocabulary-parallel, gathered like the LM
+	// head's logits) and the bias add and sample over the vocabulary.
+	Markov []Op
+}
+
+// DeriveDSparkDraft builds the DSpark stack for target g from its MTP
+// layer (g.Draft, method mtp): the layer's embedding, its decoder layer
+// repeated DSparkStages times as the stages, its head. The MTP layer's
+// own eh_proj/enorm/hnorm are not part of a DSpark stage (its input is
+// main_proj's fused context, priced in Context). A model without MTP
+// layers has no DSpark shape to derive: the error names those that have.
+func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
+	if g == nil {
+		return nil, fmt.Errorf("no target graph to derive a DSpark stack from")
+	}
+	if g.Draft == nil || g.Draft.Method != "mtp" || len(g.Draft.Layers) == 0 {
+		return nil, fmt.Errorf("%s has no MTP layers to size a DSpark stack on; models that have: %v", g.Model, MTPModels())
+	}
+	mtp := &g.Draft.Layers[0]
+	ops := mtp.Ops
+	idx := func(name string) int {
+		for i := range ops {
+			if ops[i].Name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	eh, res := idx("eh_proj"), idx("residual_add")
+	if eh < 0 || res < 0 || res < eh {
+		return nil, fmt.Errorf("%s: MTP layer %q lacks eh_proj/residual_add to split its decoder layer from", g.Model, mtp.Name)
+	}
+	dr := &DSparkDraft{
+		Stage: LayerKind{Name: "dspark_stage", Count: DSparkStages, KVCacheElems: mtp.KVCacheElems,
+			Ops: slices.Clone(ops[eh+1 : res])},
+		Head: slices.Clone(ops[res+1:]),
+	}
+	for _, op := range ops[:eh] {
+		if op.Kind == OpEmbedding || (op.Kind == OpCollective && op.Name == "embed_tokens.all_reduce") {
+			dr.Embed = append(dr.Embed, op)
+		}
+	}
+	if len(dr.Embed) == 0 || len(dr.Head) == 0 {
+		return nil, fmt.Errorf("%s: MTP layer %q has no embedding or LM head", g.Model, mtp.Name)
+	}
+	b := 2.0
+	if g.Dtype == "fp32" {
+		b = 4
+	}
+	H, V := g.Hidden, g.Vocab
+	act := g.Dtype
+	// The context: main_proj and main_norm, then each stage's K/V
+	// projection of the fused context and its cache write.
+	dr.Context = []Op{
+		gemm("main_proj", H, DSparkTargetLayers*H, act, ShardReplicated),
+		elementwise("main_norm", float64(2*H)*b, ShardReplicated),
+	}
+	kvN, kvShard := 0, ShardReplicated
+	var kvDtype string
+	if op := dr.Stage.Op("fused_qkv_a_proj"); op != nil && len(op.Parts) == 2 {
+		kvN, kvDtype = op.Parts[1], op.Dtype // MLA: the kv_lora + rope part
+	} else if op := dr.Stage.Op("kv_a_proj_with_mqa"); op != nil {
+		kvN, kvDtype = op.N, op.Dtype
+	} else if op := dr.Stage.Op("qkv_proj"); op != nil && len(op.Parts) == 3 {
+		kvN, kvDtype, kvShard = op.Parts[1]+op.Parts[2], op.Dtype, op.Shard
+	}
+	if kvN == 0 {
+		return nil, fmt.Errorf("%s: MTP layer %q has no K/V projection to price DSpark's context on", g.Model, mtp.Name)
+	}
+	ctxKV := gemm("context_kv_proj", kvN, H, kvDtype, kvShard)
+	ctxWrite := elementwise("context_kv_write", float64(mtp.KVCacheElems)*b, ShardReplicated)
+	if a := dr.Stage.Attention(); a != nil && a.KVCacheShard == "heads" {
+		ctxWrite.Shard = ShardSplit
+	}
+	for range DSparkStages {
+		dr.Context = append(dr.Context, ctxKV, ctxWrite)
+	}
+	// One Markov step: gather W₁ rows, W₂ over the vocabulary shards
+	// (fp32 logits), their gather, and the bias add + sample reading the
+	// base logits and writing the step's.
+	r := DSparkMarkovRank
+	dr.Markov = []Op{
+		{Kind: OpElementwise, Name: "markov_embed", Rows: RowsSampled, BytesPerToken: float64(2*r) * b, Shard: ShardReplicated},
+		{Kind: OpGEMM, Name: "markov_bias", Rows: RowsSampled, N: V, K: r, Dtype: act, Shard: ShardColumn},
+		{Kind: OpCollective, Name: "markov_bias.all_gather", Rows: RowsSampled, Group: GroupTP, Collective: "all_gather", BytesPerToken: float64(4 * V)},
+		{Kind: OpElementwise, Name: "markov_add_sample", Rows: RowsSampled, BytesPerToken: float64(3 * 4 * V), Shard: ShardReplicated},
+	}
+	return dr, nil
 }

@@ -96,3 +96,73 @@ func TestMTPModels(t *testing.T) {
 		t.Errorf("MTPModels() = %v is not sorted", got)
 	}
 }
+
+func TestDeriveDSparkDraft(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		// Expected: the stage's first and last op, the context K/V
+		// projection's N, the head's LM-head N; want an error substring.
+		first, last string
+		kvN, headN  int
+		want        string
+	}{
+		// DeepSeek-R1's MTP layer: MLA (kv_lora 512 + rope 64), MoE.
+		{"deepseek-ai/DeepSeek-R1", "input_layernorm", "experts.all_reduce", 576, 129280, ""},
+		{"deepseek-ai/DeepSeek-V3.2", "input_layernorm", "", 576, 129280, ""},
+		{"meta-llama/Llama-3.1-8B-Instruct", "", "", 0, 0, "no MTP layers to size a DSpark stack on; models that have: [deepseek-ai/DeepSeek-R1"},
+	} {
+		g, err := LookupGraph(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr, err := DeriveDSparkDraft(g)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want %q", tc.model, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		st := dr.Stage
+		if st.Count != DSparkStages || st.Ops[0].Name != tc.first || (tc.last != "" && st.Ops[len(st.Ops)-1].Name != tc.last) {
+			t.Errorf("%s: stage ×%d from %q to %q", tc.model, st.Count, st.Ops[0].Name, st.Ops[len(st.Ops)-1].Name)
+		}
+		for _, name := range []string{"eh_proj", "enorm", "hnorm", "embed_tokens", "shared_head.head", "residual_add"} {
+			if st.Op(name) != nil {
+				t.Errorf("%s: stage carries the MTP layer's %s", tc.model, name)
+			}
+		}
+		if st.Attention() == nil || st.MoE() == nil || st.KVCacheElems != g.Draft.Layers[0].KVCacheElems {
+			t.Errorf("%s: stage lacks attention or MoE, or its KV (%d)", tc.model, st.KVCacheElems)
+		}
+		if dr.Embed[0].Kind != OpEmbedding {
+			t.Errorf("%s: embed %+v", tc.model, dr.Embed)
+		}
+		head := findOp(dr.Head, "shared_head.head")
+		if head == nil || head.N != tc.headN || head.Rows != RowsSampled {
+			t.Errorf("%s: head %+v", tc.model, dr.Head)
+		}
+		mp, kv := findOp(dr.Context, "main_proj"), findOp(dr.Context, "context_kv_proj")
+		if mp == nil || mp.K != DSparkTargetLayers*g.Hidden || mp.N != g.Hidden || kv == nil || kv.N != tc.kvN || kv.K != g.Hidden {
+			t.Errorf("%s: context %+v", tc.model, dr.Context)
+		}
+		n := 0
+		for _, op := range dr.Context {
+			if op.Name == "context_kv_proj" {
+				n++
+			}
+		}
+		if n != DSparkStages {
+			t.Errorf("%s: %d context K/V projections, want one per stage (%d)", tc.model, n, DSparkStages)
+		}
+		mb := findOp(dr.Markov, "markov_bias")
+		if mb == nil || mb.K != DSparkMarkovRank || mb.N != g.Vocab || mb.Rows != RowsSampled || mb.Shard != ShardColumn {
+			t.Errorf("%s: markov %+v", tc.model, dr.Markov)
+		}
+	}
+	if _, err := DeriveDSparkDraft(nil); err == nil {
+		t.Error("DeriveDSparkDraft(nil): no error")
+	}
+}

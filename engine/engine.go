@@ -454,7 +454,7 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 	// preempted every running request and scheduled nothing is followed at
 	// once by the engine core's next step, which does: BLIS runs it here.
 	if !preempted || len(e.scheduled) == 0 {
-		for budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+		for budget > 0 && e.inputCap(budget) > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 			// Requests whose remote KV arrived go first (remote.go).
 			q := &e.arrived
 			if q.len() == 0 {
@@ -497,10 +497,10 @@ func (e *Engine) Schedule(now time.Duration, b *kernel.Batch) int {
 			if thr > 0 && n > thr {
 				n = thr
 			}
-			if !e.cfg.EnableChunkedPrefill && n > budget {
+			if !e.cfg.EnableChunkedPrefill && n > e.inputCap(budget) {
 				break
 			}
-			n = min(n, budget)
+			n = min(n, e.inputCap(budget))
 			// A request whose KV a connector brought (it has computed
 			// tokens) takes the lookahead slots too; a new or preempted
 			// one does not (vLLM's effective_lookahead_tokens).

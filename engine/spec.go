@@ -49,6 +49,14 @@ type Speculation struct {
 	// an EAGLE-style method (use_eagle(): eagle, eagle3, mtp of those BLIS
 	// simulates) without disable_eagle_block_drop. It needs NumTokens > 0.
 	DropLastHitBlock bool
+	// DraftSlots is vLLM's max_num_new_slots_for_drafting
+	// (specdecode.Config.DraftSlots: k − 1 for DSpark, 1 for a draft
+	// model, 0 for EAGLE, MTP and n-gram): the drafter's input positions
+	// each scheduled request takes beyond its scheduled tokens, charged
+	// to an input budget of --max-num-batched-tokens beside the token
+	// budget (vllm/v1/core/sched/scheduler.py schedule: input_budget,
+	// draft_slots). It needs NumTokens > 0.
+	DraftSlots int
 	// Seed and Stream name the engine's own acceptance stream: the caller
 	// gives every engine (every data-parallel rank) a distinct Stream, so
 	// ranks draw independently and a run is reproducible.
@@ -59,6 +67,8 @@ func (s Speculation) validate() error {
 	switch {
 	case s.NumTokens < 0 || s.NumTokens > specdecode.MaxPositions:
 		return fmt.Errorf("num_speculative_tokens %d (--speculative-config): BLIS simulates 0 to %d", s.NumTokens, specdecode.MaxPositions)
+	case s.DraftSlots < 0 || s.DraftSlots > s.NumTokens:
+		return fmt.Errorf("drafter input slots %d per request (max_num_new_slots_for_drafting) must be in 0..num_speculative_tokens %d", s.DraftSlots, s.NumTokens)
 	case s.DropLastHitBlock && s.NumTokens == 0:
 		return fmt.Errorf("the EAGLE prefix-hit block drop (disable_eagle_block_drop false in --speculative-config) needs num_speculative_tokens ≥ 1")
 	case s.NumTokens > 0 && s.Acceptance.K() != s.NumTokens:
@@ -74,11 +84,12 @@ type specState struct {
 	k       int
 	look    int  // lookahead slots for running requests (0 without Lookahead)
 	drop    bool // Speculation.DropLastHitBlock
+	slots   int  // Speculation.DraftSlots
 	sampler specdecode.Sampler
 }
 
 func newSpecState(c Speculation) specState {
-	s := specState{k: c.NumTokens, drop: c.DropLastHitBlock}
+	s := specState{k: c.NumTokens, drop: c.DropLastHitBlock, slots: c.DraftSlots}
 	if c.NumTokens > 0 {
 		if c.Lookahead {
 			s.look = c.NumTokens
@@ -126,6 +137,20 @@ func (e *Engine) peakSlots(promptLen, maxTokens int) int {
 	return n
 }
 
+// inputCap is the most tokens the next request may be scheduled within
+// budget tokens left: vLLM's min(token_budget, input_budget −
+// draft_slots), where the input budget started at
+// --max-num-batched-tokens as the token budget did and every request
+// scheduled so far took its tokens plus draft_slots from it. Without
+// draft slots it is budget; at 0 or below vLLM schedules no more
+// requests this step (input_budget ≤ draft_slots).
+func (e *Engine) inputCap(budget int) int {
+	if e.spec.slots == 0 {
+		return budget
+	}
+	return budget - e.spec.slots*(len(e.scheduled)+1)
+}
+
 // scheduleRunningSpec is Schedule's running-request loop with speculative
 // decoding (vLLM's Scheduler.schedule, RUNNING part): a decode row asks for
 // 1 + its drafts new tokens (num_tokens_with_spec − num_computed_tokens),
@@ -139,14 +164,14 @@ func (e *Engine) scheduleRunningSpec(b *kernel.Batch, budget int) (int, bool) {
 	thr := e.cfg.LongPrefillTokenThreshold
 	preempted := false
 	e.look = e.spec.look
-	for i := 0; i < len(e.running) && budget > 0; {
+	for i := 0; i < len(e.running) && budget > 0 && e.inputCap(budget) > 0; {
 		r := e.running[i]
 		d := int(r.spec.drafts)
 		n := r.NumTokens() + d - r.NumComputed
 		if thr > 0 && n > thr {
 			n = thr
 		}
-		n = min(n, budget, e.cfg.MaxModelLen-1-r.NumComputed)
+		n = min(n, e.inputCap(budget), e.cfg.MaxModelLen-1-r.NumComputed)
 		if n <= 0 {
 			i++
 			continue

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"blis/catalog"
 	"blis/kernel"
 	"blis/specdecode"
 	"blis/workload"
@@ -518,5 +519,124 @@ func TestSpecEagleDropNeedsSpeculation(t *testing.T) {
 	c.Spec.DropLastHitBlock = true
 	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "disable_eagle_block_drop") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestSpecDSparkRun serves a DSpark run end to end: the DeepSeek-V4.1-Flash
+// seed deployments' --speculative-config (k 5, synthetic acceptance length
+// 3.51) parsed as the command line parses it, its lookahead slots and
+// EAGLE-style block drop (vLLM's use_eagle includes dspark), and each step
+// priced by the fitted kernel for DeepSeek-R1 on 8 × H200 with its DSpark
+// proposer. Every request finishes, every block is freed, the run realises
+// the configured mean acceptance length and every step pays a draft.
+func TestSpecDSparkRun(t *testing.T) {
+	cfgJSON := `{"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic",` +
+		`"rejection_sample_method":"synthetic","synthetic_acceptance_length":3.51,"enable_adaptive_verification":false}`
+	sc, err := specdecode.ParseConfig(cfgJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, ok := sc.SyntheticSchedule()
+	if !ok {
+		t.Fatal("no synthetic schedule")
+	}
+	k := *sc.NumSpeculativeTokens
+	m, err := catalog.LookupModel("deepseek-r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chip, err := catalog.LookupChip("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := kernel.Deployment{Model: m, Chip: chip, TP: 8, KVCacheDtype: "auto", MaxNumBatchedTokens: 8192, MaxNumSeqs: 64,
+		MaxModelLen: 16384, BlockSize: 16, GPUMemoryUtilization: 0.9, Spec: kernel.Speculation{Method: *sc.Method, NumTokens: k}}
+	pricer, err := kernel.NewFitted(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg(8192, 64, 8192, 16)
+	c.Spec = Speculation{NumTokens: k, Lookahead: specdecode.LookaheadSlots(*sc.Method), Acceptance: sched, Seed: 7,
+		DropLastHitBlock: true}
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []*Request
+	for i := range 40 {
+		r := req(int64(i), 200+7*i, seg(1, 512), seg(uint64(100+i), 64+i))
+		reqs = append(reqs, r)
+		if !e.Add(r, 0) {
+			t.Fatalf("refused: %s", r.RejectReason)
+		}
+	}
+	var now time.Duration
+	for steps := 0; ; steps++ {
+		var b kernel.Batch
+		if e.Schedule(now, &b) == 0 {
+			break
+		}
+		bd := pricer.StepTime(&b)
+		if bd.Draft <= 0 || bd.Draft >= bd.Total {
+			t.Fatalf("step %d: draft %v of %v for %+v", steps, bd.Draft, bd.Total, b)
+		}
+		now += bd.Total
+		e.Complete(now)
+		if steps > 100000 {
+			t.Fatal("run does not end")
+		}
+	}
+	for _, r := range reqs {
+		if r.Status != StatusFinished || r.NumOutput != r.MaxTokens {
+			t.Fatalf("request %d: status %v, %d of %d tokens", r.ID, r.Status, r.NumOutput, r.MaxTokens)
+		}
+	}
+	if e.HeldBlocks() != 0 {
+		t.Errorf("%d blocks held after the run", e.HeldBlocks())
+	}
+	st := e.Stats()
+	if got := st.SpecMeanAcceptanceLength(); math.Abs(got-3.51) > 0.05 {
+		t.Errorf("mean acceptance length %.3f, want 3.51 ± 0.05 (%d drafts)", got, st.SpecDrafts)
+	}
+	t.Logf("%d verifications, mean acceptance length %.3f, %v simulated", st.SpecDrafts, st.SpecMeanAcceptanceLength(), now)
+}
+
+// TestSpecDraftSlotsChargeTheInputBudget: vLLM's scheduler charges every
+// scheduled request its tokens plus the drafter's input slots
+// (max_num_new_slots_for_drafting, k − 1 = 4 for DSpark at k = 5) to an
+// input budget of --max-num-batched-tokens. With a budget of 64 and
+// decode rows of 1 + 5 tokens, request i may take at most
+// 64 − 6i − 4(i + 1) tokens: six rows fit (the seventh's cap is 0),
+// where without draft slots ten full rows and a trimmed eleventh do.
+// (The input budget also admits only eight of the twelve 4-token prompts
+// in the first step; the rest wait behind the running rows.)
+func TestSpecDraftSlotsChargeTheInputBudget(t *testing.T) {
+	for _, tc := range []struct{ slots, rows, tokens int }{{0, 11, 64}, {4, 6, 36}} {
+		c := scfg(64, 16, 4096, 16, []float64{0, 0, 0, 0, 0}, specdecode.Random, true)
+		c.Spec.DraftSlots = tc.slots
+		e, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			e.Add(req(int64(i), 1000, seg(uint64(i+1), 4)), 0)
+		}
+		// Running requests go first: once the first rows decode with five
+		// drafts each, the steady step is what the input budget admits.
+		var now time.Duration
+		for range 5 {
+			step(t, e, &now)
+		}
+		var b kernel.Batch
+		e.Schedule(now, &b)
+		if b.NumPrefill != 0 || b.NumDecode != tc.rows || b.DecodeTokens != tc.tokens {
+			t.Errorf("slots %d: %d decode rows, %d tokens (%d prefill rows), want %d rows, %d tokens",
+				tc.slots, b.NumDecode, b.DecodeTokens, b.NumPrefill, tc.rows, tc.tokens)
+		}
+	}
+	c := scfg(64, 16, 4096, 16, []float64{0.5, 0.2}, specdecode.Random, true)
+	c.Spec.DraftSlots = 3
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "max_num_new_slots_for_drafting") {
+		t.Errorf("3 draft slots at k 2: %v", err)
 	}
 }

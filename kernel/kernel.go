@@ -175,15 +175,15 @@ type Deployment struct {
 // Speculation is what the step pricer needs of vLLM's
 // --speculative-config: the proposer and how many tokens it drafts.
 type Speculation struct {
-	// Method is vLLM's method: "mtp", "eagle", "eagle3", "ngram",
-	// "draft_model", "suffix" ("" with NumTokens 0: off).
+	// Method is vLLM's method: "mtp", "eagle", "eagle3", "dspark",
+	// "ngram", "draft_model", "suffix" ("" with NumTokens 0: off).
 	Method string
 	// NumTokens is num_speculative_tokens, k.
 	NumTokens int
 	// DraftModel is the draft's catalog id for "draft_model". For "eagle"
 	// and "eagle3" it may name the head's checkpoint, which is not read:
 	// the head is derived from the target (catalog.DeriveEagleDraft); for
-	// "mtp" it is empty or the target.
+	// "mtp" and "dspark" it is empty or the target.
 	DraftModel string
 	// DraftTP is draft_tensor_parallel_size (0: the target's TP).
 	DraftTP int

@@ -29,6 +29,16 @@ import (
 //     as PIECEWISE graphs when it fits (num_tokens ≤
 //     max_cudagraph_capture_size and the cudagraph mode has PIECEWISE),
 //     else run eagerly; compute_logits and argmax run eagerly after it;
+//   - dspark (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py@02957b5a,
+//     on DFlash's machinery): the target's fused hidden states of every
+//     scheduled token are projected into the draft's context KV (main_proj
+//     and each stage's K/V projection, catalog.DSparkDraft.Context), then
+//     ONE forward of the stage stack over a block of k query positions per
+//     request (the anchor and k − 1 noise tokens: sample_from_anchor), the
+//     LM head over all of them, and k sequential Markov steps of one row
+//     per request; the block forward and the Markov loop are one FULL CUDA
+//     graph when the decode cudagraph mode is FULL and the block's tokens
+//     fit a capture size (the list rounded to multiples of k), else eager;
 //   - ngram, suffix: no GPU pass; a CPU lookup per request that samples.
 
 // maxSpecTokens bounds num_speculative_tokens: vLLM sets no hard limit, but
@@ -39,7 +49,7 @@ const maxSpecTokens = 32
 // SpecMethods are the --speculative-config methods the kernel prices. Each
 // call returns a fresh slice.
 func SpecMethods() []string {
-	return []string{"mtp", "eagle", "eagle3", "draft_model", "ngram", "suffix"}
+	return []string{"mtp", "eagle", "eagle3", "draft_model", "dspark", "ngram", "suffix"}
 }
 
 // specK is num_speculative_tokens when speculative decoding is on, else 0.
@@ -102,6 +112,21 @@ func validateSpec(d Deployment) error {
 		}
 		if n := g.Draft.NumLayers(); n > 0 && s.NumTokens > n && s.NumTokens%n != 0 {
 			return fmt.Errorf("--speculative-config num_speculative_tokens %d: above the %d MTP layers of %s it must be a multiple of them (vllm/config/speculative.py)", s.NumTokens, n, d.Model.ID)
+		}
+	case "dspark":
+		// vLLM points a DeepSeek DSpark draft at the target checkpoint,
+		// which ships the stages (SpeculativeConfig.__post_init__).
+		if s.DraftModel != "" {
+			if dm, err := catalog.LookupModel(s.DraftModel); err != nil || dm.ID != d.Model.ID {
+				return fmt.Errorf("--speculative-config method dspark runs the DSpark stages the target's checkpoint ships: model %q must be empty or the target %s", s.DraftModel, d.Model.ID)
+			}
+		}
+		g, err := catalog.LookupGraph(d.Model.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := catalog.DeriveDSparkDraft(g); err != nil {
+			return fmt.Errorf("--speculative-config method dspark: %w", err)
 		}
 	case "eagle", "eagle3":
 		// The head's checkpoint (model, e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)
@@ -181,6 +206,10 @@ type draftGraph struct {
 	combine     []catalog.Op
 	layersAPass int
 	description string
+	// block: one pass over k query positions per request (dspark), then
+	// markov, run k times over one row per request.
+	block  bool
+	markov []catalog.Op
 }
 
 // resolveDraft finds the draft graph of d's proposer (nil for ngram and
@@ -210,6 +239,15 @@ func resolveDraft(d Deployment, g *catalog.Graph) (*draftGraph, error) {
 		out.d.Quantization = ""
 		out.layers, out.counts, out.combine, out.layersAPass = dr.Layers, []int{1}, dr.Combine, 1
 		out.description = d.Spec.Method + " head"
+	case "dspark":
+		dr, err := catalog.DeriveDSparkDraft(g)
+		if err != nil {
+			return nil, err
+		}
+		out.embed, out.head, out.combine, out.markov = dr.Embed, dr.Head, dr.Context, dr.Markov
+		out.layers, out.counts = []catalog.LayerKind{dr.Stage}, []int{dr.Stage.Count}
+		out.layersAPass, out.block = dr.Stage.Count, true
+		out.description = fmt.Sprintf("dspark (%d × %s stages, Markov head rank %d)", dr.Stage.Count, g.Draft.Layers[0].Name, catalog.DSparkMarkovRank)
 	case "draft_model":
 		dm, err := catalog.LookupModel(d.Spec.DraftModel)
 		if err != nil {
@@ -244,12 +282,16 @@ func resolveDraft(d Deployment, g *catalog.Graph) (*draftGraph, error) {
 // graphs. With --async-scheduling the passes are GPU time like the rest.
 type fittedDraft struct {
 	f, combine   *fitted // the draft's terms per pass; the once-a-step ops (nil: none)
+	markov       *fitted // dspark: one Markov step (nil: not a block drafter)
+	block        bool    // dspark: one block pass (specBlock) instead of k passes
 	k            int
 	dp           int
 	graphs       bool // the drafter replays PIECEWISE graphs (eagle.py use_cuda_graph)
 	captureSizes []int
 	passCPU      float64 // seconds of CPU launching one pass
 	passGap      float64 // seconds of GPU idle between one pass's piecewise graphs
+	eagerCPU     float64 // dspark: passCPU and passGap of a block pass too
+	eagerGap     float64 // large for its graphs, run eagerly
 	hostPerRow   time.Duration
 	name         string
 }
@@ -274,7 +316,19 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 	s.graphs = f.mode == "FULL_AND_PIECEWISE" || f.mode == "PIECEWISE"
 	s.passCPU = (time.Duration(dg.layersAPass)*f.a.HostPiecewisePerLayer + f.a.HostDraftPass).Seconds()
 	s.passGap = (time.Duration(dg.layersAPass) * f.a.PiecewiseGapPerLayer).Seconds()
-	s.name = dg.description
+	s.name, s.block = dg.description, dg.block
+	s.eagerCPU, s.eagerGap = s.passCPU, s.passGap
+	if dg.block {
+		s.graphs, s.passCPU, s.passGap = blockGraphs(f.mode, dg.layersAPass, f.a.HostPiecewisePerLayer, f.a.HostDraftPass, f.a.PiecewiseGapPerLayer)
+		// The drafter's CudaGraphManager (decode_query_len k, the block's
+		// queries per request) rounds the capture sizes once more, to
+		// multiples of k (adjust_cudagraph_sizes_for_spec_decode).
+		if c := f.captureSizes; s.graphs && len(c) > 0 {
+			if s.captureSizes, err = specCaptureSizes(c, k, c[len(c)-1]); err != nil {
+				s.graphs, s.captureSizes, err = false, nil, nil
+			}
+		}
+	}
 	newTerms := func(embed []catalog.Op, layers []catalog.LayerKind, counts []int, head []catalog.Op) (*fitted, error) {
 		df := &fitted{memBW: f.memBW, a: f.a, mode: f.mode, elemFloor: f.elemFloor}
 		if err := resolveTerms(dg.d, co, df, embed, layers, counts, head, true); err != nil {
@@ -293,7 +347,55 @@ func newFittedDraft(d Deployment, co *catalog.Coefficients, f *fitted, g *catalo
 			return nil, err
 		}
 	}
+	if len(dg.markov) > 0 {
+		if s.markov, err = newTerms(dg.markov, nil, nil, nil); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// blockGraphs is how a DSpark step replays CUDA graphs under the target's
+// cudagraph mode (DFlashSpeculator.init_cudagraph_manager,
+// vllm/v1/worker/gpu/spec_decode/dflash/speculator.py@00746147, which
+// DSparkSpeculator inherits): when the decode mode is FULL (FULL,
+// FULL_AND_PIECEWISE, FULL_DECODE_ONLY) the whole draft step (block
+// forward and Markov loop) is one FULL_DECODE_ONLY graph, launched once
+// with no gaps; PIECEWISE is not supported and, like NONE, runs the draft
+// eagerly, its launches costed as the other drafters' per-layer ones. It
+// returns whether graphs replay, the CPU seconds of launching the step
+// and the GPU gap seconds inside it.
+func blockGraphs(mode string, layers int, perLayer, pass, gapPerLayer time.Duration) (graphs bool, cpu, gap float64) {
+	switch mode {
+	case "FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY":
+		return true, pass.Seconds(), 0
+	}
+	return false, (time.Duration(layers)*perLayer + pass).Seconds(), (time.Duration(layers) * gapPerLayer).Seconds()
+}
+
+// draftGraphMode is the cudagraph mode d runs under, as the fitted pricer
+// resolves it: NONE when eager, vLLM's FULL_AND_PIECEWISE when unset.
+func draftGraphMode(d Deployment) string {
+	switch {
+	case d.EnforceEager, d.a2aDisablesGraphs():
+		return "NONE"
+	case d.CUDAGraphMode == "":
+		return "FULL_AND_PIECEWISE"
+	}
+	return d.CUDAGraphMode
+}
+
+// specBlock is a DSpark step's two shapes: the block pass, reqs rows of k
+// query tokens each (the anchor and k − 1 noise tokens) attending to the
+// request's context, every position sampling (one LM-head row each); and
+// one Markov step, one row per request. Like the target's verification
+// rows, a row's k queries read its context once.
+func specBlock(b *Batch, k int) (blk, markov Batch, reqs int) {
+	reqs = max(b.NumDecode, 0) + max(b.NumPrefill, 0)
+	base := max(b.DecodeContext, 0) + max(b.PrefillContext, 0) + int64(max(b.PrefillTokens, 0))
+	blk = Batch{NumDecode: reqs, DecodeTokens: reqs * k, Sampled: reqs * k, DecodeContext: base + int64(reqs)*int64(k)}
+	markov = Batch{NumDecode: reqs, DecodeTokens: reqs, Sampled: reqs}
+	return blk, markov, reqs
 }
 
 // pad is the tokens a pass of n runs at and whether it replays graphs
@@ -344,6 +446,10 @@ func (s *fittedDraft) add(b *Batch, out *Breakdown) {
 		return
 	}
 	tokens := b.Tokens()
+	if s.block {
+		s.addBlock(b, tokens, out)
+		return
+	}
 	first, rest, reqs := specPasses(b, s.k)
 	if reqs <= 0 || tokens <= 0 {
 		return
@@ -364,6 +470,41 @@ func (s *fittedDraft) add(b *Batch, out *Breakdown) {
 		compute, memory, comm = compute+n*c, memory+n*me, comm+n*co
 		launch += n * math.Max(s.passGap, s.passCPU-(c+me+co))
 	}
+	dc, dm, dco, dl := seconds(compute), seconds(memory), seconds(comm), seconds(launch)
+	out.Compute += dc
+	out.Memory += dm
+	out.Comm += dco
+	out.Launch += dl
+	out.Draft += dc + dm + dco + dl
+}
+
+// addBlock is add for DSpark: the context projection over every
+// scheduled token (eager, before the graph), then one block pass padded
+// to a capture size and k Markov steps inside the same graph.
+func (s *fittedDraft) addBlock(b *Batch, tokens int, out *Breakdown) {
+	blk, mk, reqs := specBlock(b, s.k)
+	if reqs <= 0 || tokens <= 0 {
+		return
+	}
+	m, graphed := s.pad(blk.DecodeTokens)
+	blk.GroupTokens = s.group(m)
+	compute, memory, comm := s.f.work(&blk, m, graphed)
+	if s.combine != nil {
+		first := *b
+		first.Sampled, first.SpecRows, first.SpecTokens = 0, 0, 0
+		c, me, co := s.combine.work(&first, tokens, false)
+		compute, memory, comm = compute+c, memory+me, comm+co
+	}
+	if s.markov != nil {
+		c, me, co := s.markov.work(&mk, reqs, graphed)
+		n := float64(s.k)
+		compute, memory, comm = compute+n*c, memory+n*me, comm+n*co
+	}
+	cpu, gap := s.passCPU, s.passGap
+	if !graphed {
+		cpu, gap = s.eagerCPU, s.eagerGap
+	}
+	launch := math.Max(gap, cpu-(compute+memory+comm))
 	dc, dm, dco, dl := seconds(compute), seconds(memory), seconds(comm), seconds(launch)
 	out.Compute += dc
 	out.Memory += dm
@@ -402,6 +543,10 @@ type rooflineDraft struct {
 	name              string
 	combinePerToken   float64 // seconds per token of the once-a-step ops
 	combineBytesFixed float64
+	// combineBytesPerToken: their elementwise bytes per scheduled token.
+	combineBytesPerToken float64
+	block                bool           // dspark: one block pass (specBlock)
+	markov               *rooflineDraft // dspark: one Markov step's ops
 }
 
 // bytesPerParam is the storage of a graph dtype.
@@ -467,6 +612,7 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 	kvB, _ := kvDtypeBytes(dd.KVCacheDtype, dd.Model.DtypeBytes)
 	bw, lat := dd.ringLink(tp)
 	n := float64(tp)
+	dst := s
 	add := func(op catalog.Op, count float64, combine bool) {
 		switch op.Kind {
 		case catalog.OpGEMM:
@@ -480,25 +626,28 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 			w := count * params * bytesPerParam(dt)
 			switch {
 			case combine:
-				s.combinePerToken += sec
-				s.combineBytesFixed += w
+				dst.combinePerToken += sec
+				dst.combineBytesFixed += w
 			case op.Rows == catalog.RowsSampled:
-				s.secPerSampled += sec
-				s.bytesLMHead += w
+				dst.secPerSampled += sec
+				dst.bytesLMHead += w
 			default:
-				s.secPerToken += sec
-				s.bytesWeights += w
+				dst.secPerToken += sec
+				dst.bytesWeights += w
 			}
 		case catalog.OpEmbedding, catalog.OpElementwise:
 			b := op.BytesPerToken
 			if op.Shard == catalog.ShardSplit || op.Shard == catalog.ShardColumn {
 				b /= n
 			}
-			if op.Rows == catalog.RowsSampled {
-				s.bytesPerSampled += count * b
-				return
+			switch {
+			case op.Rows == catalog.RowsSampled:
+				dst.bytesPerSampled += count * b
+			case combine:
+				dst.combineBytesPerToken += count * b
+			default:
+				dst.bytesPerToken += count * b
 			}
-			s.bytesPerToken += count * b
 		case catalog.OpAttention:
 			at := op.Attn
 			heads := float64(at.Heads) / n
@@ -513,17 +662,17 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 			}
 			rate := c.BF16FLOPS * a.AttnEfficiency
 			kvTok := float64(at.KVCacheElemsPerRank(tp)) * kvB
-			s.secPerCtx += count * perCtx / rate
-			s.secPerPair += count * perPair / rate
-			s.bytesPerCtx += count * kvTok
-			s.bytesPerToken += count * kvTok // the new token's KV write
+			dst.secPerCtx += count * perCtx / rate
+			dst.secPerPair += count * perPair / rate
+			dst.bytesPerCtx += count * kvTok
+			dst.bytesPerToken += count * kvTok // the new token's KV write
 		case catalog.OpMoE:
 			m := op.MoE
 			ways := float64(tp * dd.dpSize())
 			per := 3 * float64(m.Hidden) * float64(m.Inter) / ways
-			s.secPerToken += count * 2 * float64(m.TopK) * per / (peakFLOPS(c, gemmRateDtype(m.Dtype)) * a.GEMMEfficiency)
-			s.bytesPerExpert += count * per * bytesPerParam(m.Dtype)
-			s.experts, s.topK = float64(m.Experts), float64(m.TopK)
+			dst.secPerToken += count * 2 * float64(m.TopK) * per / (peakFLOPS(c, gemmRateDtype(m.Dtype)) * a.GEMMEfficiency)
+			dst.bytesPerExpert += count * per * bytesPerParam(m.Dtype)
+			dst.experts, dst.topK = float64(m.Experts), float64(m.TopK)
 		case catalog.OpCollective:
 			if op.Group != catalog.GroupTP || tp <= 1 {
 				return
@@ -533,12 +682,12 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 				moved *= 2
 			}
 			if op.Rows == catalog.RowsSampled {
-				s.commSampledFixed += count * lat
-				s.commPerSampled += count * moved
+				dst.commSampledFixed += count * lat
+				dst.commPerSampled += count * moved
 				return
 			}
-			s.commFixed += count * lat
-			s.commPerToken += count * moved
+			dst.commFixed += count * lat
+			dst.commPerToken += count * moved
 		}
 	}
 	for _, op := range dg.embed {
@@ -554,6 +703,15 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 	}
 	for _, op := range dg.combine {
 		add(op, 1, true)
+	}
+	if dg.block {
+		s.block = true
+		_, s.passCPU, s.passGap = blockGraphs(draftGraphMode(d), dg.layersAPass, a.HostPiecewisePerLayer, a.HostDraftPass, a.PiecewiseGapPerLayer)
+		s.markov = &rooflineDraft{secPerByte: s.secPerByte}
+		dst = s.markov
+		for _, op := range dg.markov {
+			add(op, 1, false)
+		}
 	}
 	return s, nil
 }
@@ -590,6 +748,9 @@ func (s *rooflineDraft) add(b *Batch, out *Breakdown) (total time.Duration) {
 		return h
 	}
 	tokens := b.Tokens()
+	if s.block {
+		return s.addBlock(b, tokens, out)
+	}
 	first, rest, reqs := specPasses(b, s.k)
 	if reqs <= 0 || tokens <= 0 {
 		return 0
@@ -597,7 +758,7 @@ func (s *rooflineDraft) add(b *Batch, out *Breakdown) (total time.Duration) {
 	T := float64(tokens)
 	c, m, co := s.pass(&first, T)
 	c += T * s.combinePerToken
-	m += s.combineBytesFixed * s.secPerByte
+	m += (s.combineBytesFixed + T*s.combineBytesPerToken) * s.secPerByte
 	gpu := math.Max(c, m) + co
 	launch := math.Max(s.passGap, s.passCPU-gpu)
 	busy := gpu
@@ -614,6 +775,35 @@ func (s *rooflineDraft) add(b *Batch, out *Breakdown) (total time.Duration) {
 	out.Comm += seconds(comm)
 	out.Launch += seconds(launch)
 	d := seconds(busy) + seconds(launch)
+	out.Draft += d
+	return d
+}
+
+// addBlock is add for DSpark: the context projection over every
+// scheduled token, one block pass of reqs × k tokens and k Markov steps of
+// one row per request, each at its roofline, one launch wait for the step.
+func (s *rooflineDraft) addBlock(b *Batch, tokens int, out *Breakdown) time.Duration {
+	blk, mk, reqs := specBlock(b, s.k)
+	if reqs <= 0 || tokens <= 0 {
+		return 0
+	}
+	c, m, co := s.pass(&blk, float64(blk.DecodeTokens))
+	c += float64(tokens) * s.combinePerToken
+	m += (s.combineBytesFixed + float64(tokens)*s.combineBytesPerToken) * s.secPerByte
+	gpu := math.Max(c, m) + co
+	compute, memory, comm := c, m, co
+	if s.markov != nil {
+		c, m, co := s.markov.pass(&mk, float64(reqs))
+		n := float64(s.k)
+		gpu += n * (math.Max(c, m) + co)
+		compute, memory, comm = compute+n*c, memory+n*m, comm+n*co
+	}
+	launch := math.Max(s.passGap, s.passCPU-gpu)
+	out.Compute += seconds(compute)
+	out.Memory += seconds(memory)
+	out.Comm += seconds(comm)
+	out.Launch += seconds(launch)
+	d := seconds(gpu) + seconds(launch)
 	out.Draft += d
 	return d
 }
@@ -677,7 +867,18 @@ func draftMemory(d Deployment) (weights, kvPerToken float64, attnLayers int, err
 		add(op, 1)
 	}
 	for _, op := range dg.combine {
+		if op.Name == "context_kv_proj" {
+			continue // a view of each stage's own K/V projection weights
+		}
 		add(op, 1)
+	}
+	for _, op := range dg.markov {
+		add(op, 1)
+	}
+	if dg.block {
+		// The Markov head's token embedding W₁ (vocabulary × rank, the
+		// activation dtype), assumed replicated on every rank.
+		weights += float64(dd.Model.VocabSize) * catalog.DSparkMarkovRank * bytesPerParam(g.Dtype)
 	}
 	if d.Spec.Method == "mtp" {
 		// Every MTP module is loaded, one per pass runs.

@@ -71,6 +71,10 @@ func TestValidateSpec(t *testing.T) {
 		{"draft tp 2 of 8", "deepseek-v3", 8, Speculation{Method: "mtp", NumTokens: 1, DraftTP: 2}, "draft_tensor_parallel_size 2 cannot be other than 1 or --tensor-parallel-size 8"},
 		{"draft tp negative", "deepseek-v3", 8, Speculation{Method: "mtp", NumTokens: 1, DraftTP: -1}, "must be ≥ 1"},
 		{"ngram with a model", "llama-3.1-8b", 1, Speculation{Method: "ngram", NumTokens: 1, DraftModel: "llama-3.1-8b"}, "runs no draft model"},
+		{"dspark", "deepseek-r1", 8, Speculation{Method: "dspark", NumTokens: 5}, ""},
+		{"dspark naming the target", "deepseek-r1", 8, Speculation{Method: "dspark", NumTokens: 7, DraftModel: "deepseek-ai/DeepSeek-R1"}, ""},
+		{"dspark naming another model", "deepseek-r1", 8, Speculation{Method: "dspark", NumTokens: 5, DraftModel: "deepseek-ai/DeepSeek-V3"}, "must be empty or the target deepseek-ai/DeepSeek-R1"},
+		{"dspark without MTP layers", "llama-3.1-8b", 1, Speculation{Method: "dspark", NumTokens: 5}, "no MTP layers to size a DSpark stack on; models that have: [deepseek-ai/DeepSeek-R1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := specDeploy(t, tc.model, "h100", tc.tp, tc.spec)
@@ -199,6 +203,7 @@ func TestSpecDraftGrows(t *testing.T) {
 		{"meta-llama/Llama-3.1-8B-Instruct", 1, Speculation{Method: "eagle3"}},
 		{"meta-llama/Llama-3.1-8B-Instruct", 1, Speculation{Method: "eagle"}},
 		{"meta-llama/Llama-3.1-70B-Instruct", 4, Speculation{Method: "draft_model", DraftModel: "meta-llama/Llama-3.1-8B-Instruct", DraftTP: 1}},
+		{"deepseek-ai/DeepSeek-R1", 8, Speculation{Method: "dspark"}},
 	} {
 		for name := range bothPricers(t, specDeploy(t, tc.model, "h200", tc.tp, Speculation{})) {
 			prev := time.Duration(0)
@@ -409,6 +414,7 @@ func BenchmarkStepTimeSpec(b *testing.B) {
 		{"mtp-DeepSeek-V3", "deepseek-ai/DeepSeek-V3", 8, Speculation{Method: "mtp", NumTokens: 3}},
 		{"eagle3-Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", 1, Speculation{Method: "eagle3", NumTokens: 3}},
 		{"draft_model-Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct", 4, Speculation{Method: "draft_model", NumTokens: 3, DraftModel: "meta-llama/Llama-3.1-8B-Instruct"}},
+		{"dspark-DeepSeek-R1", "deepseek-ai/DeepSeek-R1", 8, Speculation{Method: "dspark", NumTokens: 3}},
 	} {
 		for name, p := range bothPricers(b, specDeploy(b, tc.model, "h200", tc.tp, tc.spec)) {
 			b.Run(name+"/"+tc.name, func(b *testing.B) {
@@ -442,6 +448,10 @@ func TestSpecMemory(t *testing.T) {
 		// EAGLE-1 head: fc 8192×4096 instead, no LM head of its own (0.47 GiB).
 		{"meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle", NumTokens: 3}, 0.45, 0.5, 33.0 / 32},
 		{"meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "ngram", NumTokens: 3}, 0, 0, 1},
+		// DSpark on DeepSeek-R1: three MTP-sized stages (3 × 1.4 GB of
+		// experts over 8 GPUs, MLA), main_proj 21504×7168, the head, the
+		// Markov head; three layers' KV of 61.
+		{"deepseek-ai/DeepSeek-R1", "h200", 8, Speculation{Method: "dspark", NumTokens: 5}, 4.2, 5.5, 64.0 / 61},
 	} {
 		d := specDeploy(t, tc.model, tc.chip, tc.tp, Speculation{})
 		d.MaxModelLen = 8192
@@ -476,10 +486,11 @@ func FuzzSpecStepTime(f *testing.F) {
 	f.Add(-1, 3, -5, 7, -2, int64(-9), 9, -3)
 	pricers := bothPricers(f, specDeploy(f, "meta-llama/Llama-3.1-8B-Instruct", "h100", 1, Speculation{Method: "eagle3", NumTokens: 3}))
 	mtp := bothPricers(f, specDeploy(f, "deepseek-ai/DeepSeek-V3", "h200", 8, Speculation{Method: "mtp", NumTokens: 2}))
+	dspark := bothPricers(f, specDeploy(f, "deepseek-ai/DeepSeek-R1", "h200", 8, Speculation{Method: "dspark", NumTokens: 5}))
 	f.Fuzz(func(t *testing.T, nDec, nPre, preTok, decTok, sampled int, ctx int64, specRows, specTok int) {
 		b := Batch{NumDecode: nDec % 4096, NumPrefill: nPre % 4096, PrefillTokens: preTok % 65536, DecodeTokens: decTok % 65536,
 			Sampled: sampled % 4096, DecodeContext: ctx % (1 << 30), SpecRows: specRows, SpecTokens: specTok}
-		for _, ps := range []map[string]Pricer{pricers, mtp} {
+		for _, ps := range []map[string]Pricer{pricers, mtp, dspark} {
 			for name, p := range ps {
 				bd := p.StepTime(&b)
 				if bd.Total < 0 || bd.Draft < 0 || bd.Draft > bd.Total && bd.Total > 0 {
@@ -532,5 +543,113 @@ func TestSpecVerificationLogits(t *testing.T) {
 	// than 64 here, so only the equality and the change are checked.)
 	if a, b, c := head(ver), head(same), head(plain); a != b || a == c {
 		t.Errorf("lm_head: verify %v, 64 sampled rows %v, 16 sampled rows %v", a, b, c)
+	}
+}
+
+// A DSpark step drafts a block of k tokens in ONE forward of its three
+// stages, where MTP runs k sequential passes of one layer. On DeepSeek-R1
+// (TP8, H200) at one decoding row, memory-bound, raising k from 1 to 5
+// moves DSpark's draft time little (one pass either way, over 1 or 5
+// tokens, plus Markov steps) while MTP's grows about fivefold; the DSpark
+// step at k = 5 costs about one pass of its stack (three MTP-sized
+// layers, so at most four one-token MTP passes) and less than MTP's five
+// passes at 1 and at 64 rows.
+func TestSpecDSparkOneBlockPass(t *testing.T) {
+	const k = 5
+	pricers := func(method string, k int) map[string]Pricer {
+		return bothPricers(t, specDeploy(t, "deepseek-r1", "h200", 8, Speculation{Method: method, NumTokens: k}))
+	}
+	mtp1, mtpK, ds1, dsK := pricers("mtp", 1), pricers("mtp", k), pricers("dspark", 1), pricers("dspark", k)
+	for name := range dsK {
+		for _, n := range []int{1, 64} {
+			b1, bk := verifyBatch(n, 1, 2000), verifyBatch(n, k, 2000)
+			pass := mtp1[name].StepTime(&b1).Draft
+			m, d := mtpK[name].StepTime(&bk), dsK[name].StepTime(&bk)
+			d1 := ds1[name].StepTime(&b1).Draft
+			t.Logf("%s, %d rows, k=%d: dspark step %v (draft %v; k=1 %v), mtp step %v (draft %v; k=1 %v)",
+				name, n, k, d.Total, d.Draft, d1, m.Total, m.Draft, pass)
+			if d.Draft <= 0 || d.Draft >= m.Draft {
+				t.Errorf("%s, %d rows: dspark draft %v not below mtp's %d passes %v", name, n, k, d.Draft, m.Draft)
+			}
+			if n != 1 {
+				continue
+			}
+			if r := float64(d.Draft) / float64(d1); r > 2 {
+				t.Errorf("%s, one row: dspark draft grows ×%.2f from k=1 to k=%d, want one pass (≤ ×2; its MoE stages read more experts for 5 tokens than for 1)", name, r, k)
+			}
+			if r := float64(m.Draft) / float64(pass); r < 4 {
+				t.Errorf("%s, one row: mtp draft grows only ×%.2f from k=1 to k=%d", name, r, k)
+			}
+			if r := float64(d.Draft) / float64(pass); r > 4 {
+				t.Errorf("%s, one row: dspark draft %v is %.2f one-token MTP passes (%v), want ≤ 4 (three stages, head, Markov loop)", name, d.Draft, r, pass)
+			}
+		}
+	}
+}
+
+// DSpark's stack is derived from the MTP layer: three stages of its
+// decoder layer, the context projection per scheduled token, the Markov
+// head; the block's LM head runs on k rows per request.
+func TestSpecDSparkDraftShape(t *testing.T) {
+	g, err := catalog.LookupGraph("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := specDeploy(t, "deepseek-r1", "h200", 8, Speculation{Method: "dspark", NumTokens: 5})
+	dg, err := resolveDraft(d, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dg.block || len(dg.layers) != 1 || dg.counts[0] != catalog.DSparkStages || dg.layersAPass != catalog.DSparkStages {
+		t.Fatalf("dspark draft: block %v, layers %d, counts %v", dg.block, len(dg.layers), dg.counts)
+	}
+	if len(dg.markov) == 0 || len(dg.combine) == 0 || !strings.Contains(dg.description, "3 × mtp_moe stages") {
+		t.Errorf("dspark draft: markov %d ops, context %d ops, %q", len(dg.markov), len(dg.combine), dg.description)
+	}
+	blk, mk, reqs := specBlock(&Batch{NumDecode: 4, DecodeTokens: 24, DecodeContext: 8000, Sampled: 4, SpecRows: 4, SpecTokens: 20}, 5)
+	if reqs != 4 || blk.DecodeTokens != 20 || blk.Sampled != 20 || blk.NumDecode != 4 || mk.Sampled != 4 || blk.DecodeContext != 8020 {
+		t.Errorf("specBlock: %+v / %+v / %d", blk, mk, reqs)
+	}
+}
+
+// DSpark's draft step is one FULL graph when the decode cudagraph mode is
+// FULL, at capture sizes rounded once more to multiples of k (the block's
+// queries per request); vLLM's DFlash/DSpark drafter has no PIECEWISE
+// graphs, so PIECEWISE and NONE run it eagerly.
+func TestSpecDSparkGraphs(t *testing.T) {
+	const k = 5
+	for _, tc := range []struct {
+		mode   string
+		graphs bool
+	}{{"", true}, {"FULL", true}, {"FULL_DECODE_ONLY", true}, {"PIECEWISE", false}, {"NONE", false}} {
+		d := specDeploy(t, "deepseek-r1", "h200", 8, Speculation{Method: "dspark", NumTokens: k})
+		d.CUDAGraphMode = tc.mode
+		p, err := NewFitted(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.(*fitted).spec
+		if s.graphs != tc.graphs || !s.block {
+			t.Errorf("mode %q: graphs %v block %v, want graphs %v", tc.mode, s.graphs, s.block, tc.graphs)
+			continue
+		}
+		if !tc.graphs {
+			continue
+		}
+		if s.passGap != 0 {
+			t.Errorf("mode %q: a FULL graph has gaps %v", tc.mode, s.passGap)
+		}
+		for _, c := range s.captureSizes {
+			if c%k != 0 {
+				t.Errorf("mode %q: draft capture size %d not a multiple of %d (%v)", tc.mode, c, k, s.captureSizes)
+				break
+			}
+		}
+		if m, ok := s.pad(3 * k); !ok || m != 3*k {
+			t.Errorf("mode %q: a block of 3 requests pads to %d (graphed %v), want %d", tc.mode, m, ok, 3*k)
+		}
+		if _, ok := s.pad(1 << 20); ok || s.eagerCPU <= s.passCPU || s.eagerGap <= 0 {
+			t.Errorf("mode %q: a block beyond the largest capture size replays a graph (%v) or launches as cheaply (%g ≤ %g s)", tc.mode, ok, s.eagerCPU, s.passCPU)
+		}
 	}
 }

@@ -69,7 +69,7 @@ func (p *specPlan) acceptance(s Scenario, model *catalog.Model) ([]string, error
 		}
 		pr, ok := matchPreset(model.ID, p.method)
 		if !ok {
-			return nil, bad("spec-acceptance", "", fmt.Sprintf("required: no measured acceptance preset for %s with method %s; give a preset (%s), mean:LENGTH, rates:U1,U2,… or counts:…",
+			return nil, bad("spec-acceptance", "", fmt.Sprintf("required: no measured acceptance preset for %s with method %s; give a preset (%s), mean:LENGTH, rates:U1,U2,… or counts:…, or put rejection_sample_method \"synthetic\" with synthetic_acceptance_length or synthetic_acceptance_rates in --speculative-config",
 				model.ID, p.method, strings.Join(specdecode.PresetNames(), ", ")))
 		}
 		p.sched, p.source = pr.Schedule.Resize(p.k), "preset "+pr.Name
@@ -78,6 +78,9 @@ func (p *specPlan) acceptance(s Scenario, model *catalog.Model) ([]string, error
 	}
 	notes = append(notes, fmt.Sprintf("INFO speculative decoding: %s, %d draft tokens per step, acceptance from %s: per position %s, mean acceptance length %.2f",
 		p.method, p.k, p.source, p.sched, p.sched.MeanLength()))
+	if cfg.RejectionSampleMethod == "block" {
+		notes = append(notes, "INFO speculative decoding: rejection_sample_method block (joint block verification) is modelled with the per-position acceptance schedule of the standard rejection sampler")
+	}
 	if p.method == "ngram" || p.method == "suffix" {
 		notes = append(notes, "INFO speculative decoding: the "+p.method+" proposer is modelled as proposing every draft each step; its acceptance schedule carries how often a lookup finds nothing useful")
 	}
@@ -143,12 +146,13 @@ func (p specPlan) engineSpec(seed int64) engine.Speculation {
 	}
 	// vLLM drops a prefix-cache hit's last block for EAGLE-style
 	// proposers, whose drafter must recompute that block's hidden states
-	// (use_eagle_block_drop: eagle, eagle3, mtp, unless
+	// (use_eagle_block_drop: eagle, eagle3, mtp, dspark, unless
 	// disable_eagle_block_drop).
-	eagle := p.method == "eagle" || p.method == "eagle3" || p.method == "mtp"
+	eagle := p.method == "eagle" || p.method == "eagle3" || p.method == "mtp" || p.method == "dspark"
 	return engine.Speculation{
 		NumTokens: p.k, Lookahead: specdecode.LookaheadSlots(p.method),
 		Acceptance: p.sched, Mode: p.mode, Seed: uint64(seed),
 		DropLastHitBlock: eagle && !p.cfg.DisableEagleBlockDrop,
+		DraftSlots:       p.cfg.DraftSlots(),
 	}
 }

@@ -60,7 +60,9 @@ type Config struct {
 
 // Methods are the proposers BLIS simulates, by vLLM's method name after
 // its aliasing.
-func Methods() []string { return []string{"mtp", "eagle", "eagle3", "ngram", "draft_model", "suffix"} }
+func Methods() []string {
+	return []string{"mtp", "eagle", "eagle3", "ngram", "draft_model", "suffix", "dspark"}
+}
 
 // mtpAliases are vLLM's MTPModelTypes: each is accepted as method and
 // replaced by "mtp", as SpeculativeConfig.__post_init__ does.
@@ -73,16 +75,17 @@ var mtpAliases = []string{
 }
 
 // vllmOnly are methods vLLM accepts that BLIS does not simulate.
-var vllmOnly = []string{"medusa", "mlp_speculator", "custom_class", "extract_hidden_states", "ngram_gpu", "dflash", "dspark"}
+var vllmOnly = []string{"medusa", "mlp_speculator", "custom_class", "extract_hidden_states", "ngram_gpu", "dflash"}
 
 // LookaheadSlots reports whether vLLM's scheduler allocates KV slots for
 // num_speculative_tokens lookahead tokens with method: its
 // num_lookahead_tokens is k when speculative_config.use_eagle() (eagle,
-// eagle3, mtp) or uses_draft_model(), else 0 (ngram, suffix), in
+// eagle3, mtp, dspark: vllm/config/speculative.py@002e77c1) or
+// uses_draft_model(), else 0 (ngram, suffix), in
 // vllm/v1/core/sched/scheduler.py Scheduler.__init__.
 func LookaheadSlots(method string) bool {
 	switch method {
-	case "eagle", "eagle3", "mtp", "draft_model":
+	case "eagle", "eagle3", "mtp", "draft_model", "dspark":
 		return true
 	}
 	return false
@@ -90,9 +93,19 @@ func LookaheadSlots(method string) bool {
 
 // ParseConfig decodes a --speculative-config JSON object strictly (an
 // unknown key is an error), applies vLLM's defaults and method inference
-// (no method: "ngram" when model is "ngram", eagle/eagle3 when the draft
-// model's name says so, else draft_model; MTP model types alias to mtp;
-// "[ngram]" to ngram), and checks what vLLM checks without loading models.
+// (no method: "ngram" when model is "ngram", eagle/eagle3/dflash/dspark
+// when the draft model's name says so, else draft_model; MTP model types
+// alias to mtp; "[ngram]" to ngram), and checks what vLLM checks without
+// loading models.
+//
+// DSpark (method "dspark", vllm/config/speculative.py@002e77c1): its draft
+// is the DSpark stages the target's checkpoint ships (model unset means
+// the target). dspark_draft_topk is only for Qwen3 DSpark checkpoints,
+// which BLIS does not hold, so it is refused as vLLM refuses it on a
+// DeepSeek target; enable_adaptive_verification (confidence-sized
+// verification budgets) is not simulated and refused when true.
+// rejection_sample_method "block" (block verification) is accepted and
+// modelled as the standard per-position acceptance schedule.
 // num_speculative_tokens is required (vLLM could read an MTP head's
 // n_predict from the checkpoint; BLIS has none) except for suffix
 // decoding, where it defaults to suffix_decoding_max_tree_depth.
@@ -137,6 +150,10 @@ func ParseConfig(s string) (Config, error) {
 			method = "eagle"
 		case strings.Contains(m, "eagle3"):
 			method = "eagle3"
+		case strings.Contains(m, "dflash"):
+			method = "dflash"
+		case strings.Contains(m, "dspark"):
+			method = "dspark"
 		default:
 			method = "draft_model"
 		}
@@ -233,13 +250,23 @@ func ParseConfig(s string) (Config, error) {
 		return fail("synthetic_acceptance_rates / synthetic_acceptance_length need rejection_sample_method 'synthetic'")
 	}
 	if c.DSparkDraftTopK != nil {
-		return fail("dspark_draft_topk is only supported by DSpark")
+		switch {
+		case method != "dspark":
+			return fail("dspark_draft_topk is only supported by DSpark")
+		case *c.DSparkDraftTopK < 1:
+			return fail("dspark_draft_topk %d: must be ≥ 1", *c.DSparkDraftTopK)
+		default:
+			return fail("dspark_draft_topk is only supported by Qwen3DSparkModel and Qwen3OmniDSparkModel drafts; BLIS simulates the DeepSeek DSpark stages, which have none")
+		}
 	}
 	if c.IndexShareForMTPIteration != nil && method != "mtp" {
 		return fail("index_share_for_mtp_iteration is only supported with method='mtp'")
 	}
 	if c.EnableAdaptiveVerification {
-		return fail("Adaptive verification only supported with DSpark")
+		if method != "dspark" {
+			return fail("Adaptive verification only supported with DSpark")
+		}
+		return fail("enable_adaptive_verification true: BLIS does not simulate DSpark's confidence-sized verification budgets; set it false (every request verifies its num_speculative_tokens drafts)")
 	}
 	for i, e := range c.NumSpecTokensPerBatchSize {
 		if e[0] > e[1] || e[2] < 0 {
@@ -247,6 +274,31 @@ func ParseConfig(s string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// DraftSlots is vLLM's max_num_new_slots_for_drafting
+// (vllm/config/speculative.py@002e77c1): the drafter's input positions a
+// scheduled request takes beyond its scheduled tokens, which vLLM's
+// scheduler charges to its input budget. Parallel drafters reuse the
+// existing query and add the masked ones (k − 1: DSpark, which always
+// drafts in parallel, and P-EAGLE); a parallel draft model (PARD) adds k;
+// an autoregressive draft model keeps one unsliced token (1); EAGLE, MTP,
+// n-gram and suffix add none.
+func (c Config) DraftSlots() int {
+	if c.Method == nil || c.NumSpeculativeTokens == nil {
+		return 0
+	}
+	k, m := *c.NumSpeculativeTokens, *c.Method
+	parallel := c.ParallelDrafting || m == "dspark"
+	switch {
+	case parallel && m == "draft_model":
+		return k
+	case parallel:
+		return k - 1
+	case m == "draft_model":
+		return 1
+	}
+	return 0
 }
 
 // SyntheticSchedule is the acceptance schedule of vLLM's synthetic

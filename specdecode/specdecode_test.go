@@ -337,6 +337,20 @@ func TestParseConfig(t *testing.T) {
 		{`{"method": "suffix"}`, "suffix", 24, ""},
 		{`{"method": "eagle3", "model": "m", "num_speculative_tokens": 3, "disable_padded_drafter_batch": true, "disable_by_batch_size": 8}`, "eagle3", 3, ""},
 		{`{"method": "mtp", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}`, "mtp", 3, ""},
+		// The DeepSeek-V4.1-Flash seed deployments' config.
+		{`{"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic","rejection_sample_method":"synthetic","synthetic_acceptance_length":3.51,"enable_adaptive_verification":false}`, "dspark", 5, ""},
+		{`{"method": "dspark", "num_speculative_tokens": 7, "rejection_sample_method": "block"}`, "dspark", 7, ""},
+		{`{"model": "deepseek-ai/dspark_qwen3_8b_block7", "num_speculative_tokens": 7}`, "dspark", 7, ""},
+		{`{"method": "dspark", "num_speculative_tokens": 5, "enable_adaptive_verification": true}`, "", 0, "does not simulate DSpark's confidence-sized verification"},
+		{`{"method": "mtp", "num_speculative_tokens": 2, "enable_adaptive_verification": true}`, "", 0, "only supported with DSpark"},
+		{`{"method": "dspark", "num_speculative_tokens": 5, "dspark_draft_topk": 64}`, "", 0, "only supported by Qwen3DSparkModel"},
+		{`{"method": "dspark", "num_speculative_tokens": 5, "dspark_draft_topk": 0}`, "", 0, "dspark_draft_topk 0: must be ≥ 1"},
+		{`{"method": "mtp", "num_speculative_tokens": 2, "dspark_draft_topk": 8}`, "", 0, "only supported by DSpark"},
+		{`{"method": "dspark", "num_speculative_tokens": 5, "dspark_block_size": 5}`, "", 0, "unknown key \"dspark_block_size\""},
+		{`{"method": "dspark"}`, "", 0, "num_speculative_tokens is required"},
+		{`{"method": "dspark", "num_speculative_tokens": 5, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 6.5}`, "", 0, "synthetic_acceptance_length must be in [1, 6]"},
+		{`{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}`, "", 0, "does not simulate"},
+		{`{"model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}`, "", 0, "method \"dflash\": vLLM has it but BLIS does not simulate it"},
 		{`{"method": "eagle3", "model": "m", "num_speculativ_tokens": 3}`, "", 0, "unknown key \"num_speculativ_tokens\""},
 		{`{"method": "medusa", "model": "m", "num_speculative_tokens": 3}`, "", 0, "does not simulate"},
 		{`{"method": "eagle4", "model": "m", "num_speculative_tokens": 3}`, "", 0, "mtp, eagle, eagle3, ngram, draft_model, suffix"},
@@ -380,7 +394,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestLookaheadSlots(t *testing.T) {
-	for m, want := range map[string]bool{"eagle": true, "eagle3": true, "mtp": true, "draft_model": true, "ngram": false, "suffix": false} {
+	for m, want := range map[string]bool{"eagle": true, "eagle3": true, "mtp": true, "draft_model": true, "dspark": true, "ngram": false, "suffix": false} {
 		if LookaheadSlots(m) != want {
 			t.Errorf("LookaheadSlots(%q) = %v, want %v", m, !want, want)
 		}
@@ -415,7 +429,8 @@ func FuzzParseAcceptance(f *testing.F) {
 
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{`{"method": "eagle3", "model": "m", "num_speculative_tokens": 3}`, `{"model": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2}`,
-		`{"method": "suffix"}`, `{"method":"mtp","num_speculative_tokens":3,"rejection_sample_method":"synthetic","synthetic_acceptance_rates":[1,0.5,0]}`, `{}`, `null`} {
+		`{"method": "suffix"}`, `{"method":"mtp","num_speculative_tokens":3,"rejection_sample_method":"synthetic","synthetic_acceptance_rates":[1,0.5,0]}`, `{}`, `null`,
+		`{"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic","rejection_sample_method":"synthetic","synthetic_acceptance_length":3.51,"enable_adaptive_verification":false}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -437,5 +452,31 @@ func TestPresetsCiteASource(t *testing.T) {
 		if !strings.HasPrefix(p.Source, "https://") {
 			t.Errorf("preset %s: source %q is not a link", p.Name, p.Source)
 		}
+	}
+}
+
+// TestDraftSlots mirrors vLLM's test_max_num_new_slots_for_drafting at
+// k = 8 (tests/v1/spec_decode): parallel EAGLE and DSpark 7, MTP and
+// n-gram 0, a draft model 1, a parallel draft model (PARD) 8.
+func TestDraftSlots(t *testing.T) {
+	for in, want := range map[string]int{
+		`{"method": "eagle3", "model": "m", "num_speculative_tokens": 8, "parallel_drafting": true}`: 7,
+		`{"method": "eagle3", "model": "m", "num_speculative_tokens": 8}`:                            0,
+		`{"method": "dspark", "num_speculative_tokens": 8}`:                                          7,
+		`{"method": "mtp", "num_speculative_tokens": 8}`:                                             0,
+		`{"method": "ngram", "num_speculative_tokens": 8}`:                                           0,
+		`{"model": "m", "num_speculative_tokens": 8}`:                                                1,
+		`{"model": "m", "num_speculative_tokens": 8, "parallel_drafting": true}`:                     8,
+	} {
+		c, err := ParseConfig(in)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := c.DraftSlots(); got != want {
+			t.Errorf("%s: %d draft slots, want %d", in, got, want)
+		}
+	}
+	if (Config{}).DraftSlots() != 0 {
+		t.Error("an empty config has draft slots")
 	}
 }
