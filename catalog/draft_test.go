@@ -109,7 +109,7 @@ func TestDeriveDSparkDraft(t *testing.T) {
 		// DeepSeek-R1's MTP layer: MLA (kv_lora 512 + rope 64), MoE.
 		{"deepseek-ai/DeepSeek-R1", "input_layernorm", "experts.all_reduce", 576, 129280, ""},
 		{"deepseek-ai/DeepSeek-V3.2", "input_layernorm", "", 576, 129280, ""},
-		{"meta-llama/Llama-3.1-8B-Instruct", "", "", 0, 0, "no MTP layers to size a DSpark stack on; models that have: [deepseek-ai/DeepSeek-R1"},
+		{"meta-llama/Llama-3.1-8B-Instruct", "", "", 0, 0, "no MTP layers to size a DSpark stack on; models that have: [Qwen/Qwen3.5-397B-A17B deepseek-ai/DeepSeek-R1 "},
 	} {
 		g, err := LookupGraph(tc.model)
 		if err != nil {

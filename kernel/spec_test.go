@@ -74,7 +74,7 @@ func TestValidateSpec(t *testing.T) {
 		{"dspark", "deepseek-r1", 8, Speculation{Method: "dspark", NumTokens: 5}, ""},
 		{"dspark naming the target", "deepseek-r1", 8, Speculation{Method: "dspark", NumTokens: 7, DraftModel: "deepseek-ai/DeepSeek-R1"}, ""},
 		{"dspark naming another model", "deepseek-r1", 8, Speculation{Method: "dspark", NumTokens: 5, DraftModel: "deepseek-ai/DeepSeek-V3"}, "must be empty or the target deepseek-ai/DeepSeek-R1"},
-		{"dspark without MTP layers", "llama-3.1-8b", 1, Speculation{Method: "dspark", NumTokens: 5}, "no MTP layers to size a DSpark stack on; models that have: [deepseek-ai/DeepSeek-R1"},
+		{"dspark without MTP layers", "llama-3.1-8b", 1, Speculation{Method: "dspark", NumTokens: 5}, "no MTP layers to size a DSpark stack on; models that have: [Qwen/Qwen3.5-397B-A17B deepseek-ai/DeepSeek-R1 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := specDeploy(t, tc.model, "h100", tc.tp, tc.spec)
