@@ -85,6 +85,7 @@ func (cf *chipFit) fitDSV4Table(kind string, ratio float64, phase, rel string, m
 	file, model, H, B, S, step, tp, y := mt.file, mt.model, mt.heads, mt.batch, mt.isl, mt.step, mt.tp, mt.sec
 	var rows []int
 	seen := map[string]bool{}
+	oneToken := 0
 	for i := range y {
 		if !(y[i] > 0) {
 			continue
@@ -102,6 +103,17 @@ func (cf *chipFit) fitDSV4Table(kind string, ratio float64, phase, rel string, m
 		}
 		if H[i]*tp[i] != m.heads {
 			return catalog.DSV4AttnLaw{}, false, fmt.Errorf("%s: row %d: num_heads %g × tp_size %g is not the model's %g heads", file, i, H[i], tp[i], m.heads)
+		}
+		// A context row of one new token per sequence runs vLLM's decode
+		// path (query length 1 is a decode request to the DSV4 backend's
+		// batch split): the H200 rows equal the generation table's at the
+		// same context (Flash, 16 sequences after 4096: 0.117 ms against
+		// 0.120), not the prefill path's per-sequence prefix pass (4 new
+		// tokens after 65532: 0.43 ms, after 0: 0.13). The decode law
+		// prices such rows.
+		if phase == "context" && S[i] == 1 {
+			oneToken++
+			continue
 		}
 		seen[model[i]] = true
 		rows = append(rows, i)
@@ -191,7 +203,7 @@ func (cf *chipFit) fitDSV4Table(kind string, ratio float64, phase, rel string, m
 		what := "batch %g..%g, past KV length (step) %g..%g"
 		lo, hi := minOf(step, rows), maxOf(step, rows)
 		if phase == "context" {
-			what = fmt.Sprintf("batch %%g..%%g, isl %g..%g, cached prefix (step) %%g..%%g", minOf(S, rows), maxOf(S, rows))
+			what = fmt.Sprintf("batch %%g..%%g, isl %g..%g (%d isl-1 rows excluded: vLLM's decode path), cached prefix (step) %%g..%%g", minOf(S, rows), maxOf(S, rows), oneToken)
 		}
 		scope := join(
 			fmt.Sprintf("model %v (whole DeepSeek-V4 %s attention module, compress_ratio %g), mla_dtype=bfloat16, gemm_type=fp8_block, kv_cache_dtype=fp8, tp_size %g..%g (num_heads per rank), query heads padded to %g",

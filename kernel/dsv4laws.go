@@ -173,7 +173,10 @@ func DSV4DecodeTime(l *catalog.DSV4AttnLaw, s DSV4Shape, rows, attnKeys, indexKe
 // PerToken is the per-token work outside the GEMMs and attention (norms,
 // RoPE, activation quantization, the compressor's state update), which
 // does not shrink with the rank's heads; PerCachedEntry the per-sequence
-// pass over its compressed cache a chunk with a cached prefix makes. T0
+// pass over its compressed cache a chunk with a cached prefix makes. A
+// sequence scheduling one new token is a decode row to vLLM's DSV4 backend
+// (the tables' one-token context rows equal their decode rows): price it
+// with DSV4DecodeTime, not here. T0
 // adds rather than floors: aiconfigurator times the module inside a CUDA
 // graph (collector/vllm/collect_dsv4_attn.py), as vLLM runs it.
 func DSV4PrefillTime(l *catalog.DSV4AttnLaw, s DSV4Shape, tokens, attnPairs, indexPairs, entries float64) float64 {
