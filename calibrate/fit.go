@@ -127,7 +127,7 @@ func (cf *chipFit) table(rel string) (*Table, string, error) {
 }
 
 // fitChip fits one chip folder; only, when non-nil, limits the families
-// fitted ("gemm", "attention", "mla", "moe", "comm").
+// fitted ("gemm", "attention", "mla", "dsv4", "moe", "comm").
 func fitChip(dataDir, dir string, only map[string]bool) (*catalog.Coefficients, error) {
 	ch, err := catalog.LookupChip(dir)
 	if err != nil {
@@ -156,6 +156,14 @@ func fitChip(dataDir, dir string, only map[string]bool) (*catalog.Coefficients, 
 			return nil, err
 		}
 		if c.DSADecode, c.DSAPrefill, err = cf.fitDSA(); err != nil {
+			return nil, err
+		}
+	}
+	if want("dsv4") {
+		if c.DSV4Decode, c.DSV4Prefill, err = cf.fitDSV4(); err != nil {
+			return nil, err
+		}
+		if c.MHC, err = cf.fitMHC(); err != nil {
 			return nil, err
 		}
 	}

@@ -59,6 +59,17 @@ func (r *Report) Rows() []ErrorRow {
 			}
 			add(ci, "dsa prefill", kind, &l.Provenance)
 		}
+		for i := range c.DSV4Decode {
+			l := &c.DSV4Decode[i]
+			add(ci, "dsv4 decode", l.Kind+" "+l.GEMMDtype+" kv "+l.KVDtype, &l.Provenance)
+		}
+		for i := range c.DSV4Prefill {
+			l := &c.DSV4Prefill[i]
+			add(ci, "dsv4 prefill", l.Kind+" "+l.GEMMDtype+" kv "+l.KVDtype, &l.Provenance)
+		}
+		for i := range c.MHC {
+			add(ci, "mhc", c.MHC[i].Op, &c.MHC[i].Provenance)
+		}
 		for i := range c.MoE {
 			add(ci, "moe", c.MoE[i].Dtype, &c.MoE[i].Provenance)
 		}

@@ -212,9 +212,13 @@ type Coefficients struct {
 	MLAPrefill  []MLALaw         `yaml:"mla_prefill"`
 	DSADecode   []MLALaw         `yaml:"dsa_decode,omitempty"`
 	DSAPrefill  []MLALaw         `yaml:"dsa_prefill,omitempty"`
-	MoE         []MoELaw         `yaml:"moe"`
-	Comm        []CommLaw        `yaml:"comm"`
-	GDN         []GDNLaw         `yaml:"gdn,omitempty"` // Gated DeltaNet kernels (coeffs_gdn.go)
+	// DeepSeek-V4 attention modules by layer kind, and its mHC pre/post.
+	DSV4Decode  []DSV4AttnLaw `yaml:"dsv4_attention_decode,omitempty"`
+	DSV4Prefill []DSV4AttnLaw `yaml:"dsv4_attention_prefill,omitempty"`
+	MHC         []MHCLaw      `yaml:"mhc,omitempty"`
+	MoE         []MoELaw      `yaml:"moe"`
+	Comm        []CommLaw     `yaml:"comm"`
+	GDN         []GDNLaw      `yaml:"gdn,omitempty"` // Gated DeltaNet kernels (coeffs_gdn.go)
 	// BorrowedFrom is the sibling chip whose laws these are (Chip's
 	// CoefficientsFrom), resolved against this chip's peaks; "" when the
 	// laws were fitted on this chip's own tables.
@@ -527,6 +531,7 @@ func (c *Coefficients) validate(file string) error {
 			k.prov(p+".provenance", l.Provenance)
 		}
 	}
+	c.validateDSV4(k, dup)
 	for i, l := range c.MoE {
 		p := fmt.Sprintf("moe[%d]", i)
 		k.str(p+".dtype", l.Dtype)
@@ -611,6 +616,9 @@ func (c *Coefficients) Resolve(ch *Chip) error {
 			}
 			laws[i].MemBW = ch.MemBW
 		}
+	}
+	if err := c.resolveDSV4(ch, peak); err != nil {
+		return err
 	}
 	for i := range c.MoE {
 		if c.MoE[i].PeakFLOPS, err = peak(c.MoE[i].PeakKey); err != nil {
@@ -768,6 +776,9 @@ func (c *Coefficients) clone() *Coefficients {
 	d.MLAPrefill = cloneLaws(c.MLAPrefill)
 	d.DSADecode = cloneLaws(c.DSADecode)
 	d.DSAPrefill = cloneLaws(c.DSAPrefill)
+	d.DSV4Decode = cloneLaws(c.DSV4Decode)
+	d.DSV4Prefill = cloneLaws(c.DSV4Prefill)
+	d.MHC = cloneLaws(c.MHC)
 	d.MoE = cloneLaws(c.MoE)
 	d.Comm = append([]CommLaw(nil), c.Comm...)
 	for i := range d.Comm {
