@@ -141,3 +141,33 @@ func TestEngramStall(t *testing.T) {
 		t.Error("a model without Engram has a lookup cost")
 	}
 }
+
+// Both pricers charge a step the Engram wait: with a short model whose
+// first Engram layer comes early, a long prefill over the host link costs
+// more than the same step with the tables in HBM.
+func TestEngramPricers(t *testing.T) {
+	b := Batch{NumPrefill: 1, PrefillTokens: 8192, PrefillAttnPairs: 8192 * 8193 / 2, Sampled: 1}
+	for _, name := range []string{"fitted", "roofline"} {
+		t.Run(name, func(t *testing.T) {
+			price := func(p *EngramPlacement) Breakdown {
+				d := engramDeploy(t, 8, 1, p)
+				d.Model.Engram.Layers = []int{0, 1} // the rows needed at once
+				var pr Pricer
+				var err error
+				if name == "fitted" {
+					pr, err = NewFitted(d)
+				} else {
+					pr, err = NewRoofline(d)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return pr.StepTime(&b)
+			}
+			host, hbm := price(nil), price(&EngramPlacement{})
+			if host.Total <= hbm.Total || host.Memory <= hbm.Memory {
+				t.Errorf("host-resident step %v (memory %v) not above the HBM-resident %v (%v)", host.Total, host.Memory, hbm.Total, hbm.Memory)
+			}
+		})
+	}
+}

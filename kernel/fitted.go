@@ -106,6 +106,7 @@ type term struct {
 // CUDA stream runs them.
 type fitted struct {
 	terms          []term
+	engram         engramCost // Engram lookups (engram.go)
 	memBW          float64
 	a              FittedAssumptions
 	mode           string // effective cudagraph mode ("NONE" when eager)
@@ -179,7 +180,7 @@ func NewFittedWith(d Deployment, a FittedAssumptions) (Pricer, error) {
 	f := &fitted{
 		memBW: d.Chip.MemBW * d.Chip.MemBWEfficiency, a: a, mode: mode, async: d.AsyncScheduling,
 		hostGraphed: a.HostStepGraphed, hostPerSampled: a.HostPerSampledToken, elemFloor: a.ElementwiseFloor.Seconds(),
-		k: d.specK(),
+		k: d.specK(), engram: newEngramCost(d),
 	}
 	// One piecewise graph per decoder layer: vLLM splits the compiled model
 	// at every attention op (CompilationConfig.splitting_ops).
@@ -1116,6 +1117,11 @@ func (f *fitted) stepTime(b *Batch, mAll int, graphed, fullGraph bool) Breakdown
 		f.spec.add(b, &out)
 	}
 	gpu := out.Compute + out.Memory + out.Comm + out.Launch
+	// Engram rows not back from the side stream when their layer starts.
+	if st := f.engram.stall(b.Tokens(), b.GroupTokens, gpu); st > 0 {
+		out.Memory += st
+		gpu += st
+	}
 	out.Total = gpu + out.Host
 	if f.async {
 		// --async-scheduling: the CPU work of the next step overlaps this

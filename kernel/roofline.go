@@ -70,6 +70,7 @@ func DefaultRooflineAssumptions() (RooflineAssumptions, error) {
 // roofline prices a step from the batch's aggregates with per-deployment
 // coefficients, all per TP rank (every rank does the same work).
 type roofline struct {
+	engram engramCost // Engram lookups (engram.go)
 	// Compute seconds.
 	secGEMMPerToken     float64 // linear layers (attention, MLP, experts, router)
 	secLMHeadPerSampled float64
@@ -161,7 +162,8 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 	}
 	s := newShape(d)
 	m, c := d.Model, d.Chip
-	r := &roofline{enforceEager: d.EnforceEager || d.a2aDisablesGraphs(), hostGraphed: a.HostStepGraphed, hostE: a.HostStepEager, hostPerSampled: a.HostPerSampledToken}
+	r := &roofline{enforceEager: d.EnforceEager || d.a2aDisablesGraphs(), hostGraphed: a.HostStepGraphed, hostE: a.HostStepEager, hostPerSampled: a.HostPerSampledToken,
+		engram: newEngramCost(d)}
 
 	gemmRate := func(dtype string) float64 { return peakFLOPS(c, dtype) * a.GEMMEfficiency }
 	attnRate := c.BF16FLOPS * a.AttnEfficiency
@@ -311,7 +313,12 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 		Comm:    seconds(comm),
 		Host:    host,
 	}
-	out.Total = max(out.Compute, out.Memory) + out.Comm + out.Host
+	gpu := max(out.Compute, out.Memory) + out.Comm
+	// Engram rows not back from the side stream when their layer starts
+	// (shown under Memory: the host link's reads).
+	st := r.engram.stall(b.Tokens(), b.GroupTokens, gpu)
+	out.Memory += st
+	out.Total = gpu + st + out.Host
 	if r.spec != nil {
 		// The proposer's passes follow the verification pass, each its
 		// own roofline (rooflineDraft).
