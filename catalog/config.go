@@ -431,7 +431,13 @@ func (c cfg) parse(m *Model) error {
 	if m.MaxPositions, err = c.posInt("max_position_embeddings"); err != nil {
 		return err
 	}
-	if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
+	if m.Architecture == archDSV4 {
+		// DeepSeek-V4 has no dense MLP (every layer routes to experts) and
+		// its config no intermediate_size.
+		if m.IntermediateSize, _, err = c.optPosInt("intermediate_size"); err != nil {
+			return err
+		}
+	} else if m.IntermediateSize, err = c.posInt("intermediate_size"); err != nil {
 		return err
 	}
 	if m.TieEmbeddings, _, err = c.bool("tie_word_embeddings"); err != nil {
@@ -473,6 +479,11 @@ func (c cfg) parse(m *Model) error {
 	if err := c.parseGraphKeys(m); err != nil {
 		return err
 	}
+	if m.Architecture == archDSV4 {
+		if err := c.parseDSV4(m); err != nil {
+			return err
+		}
+	}
 	if m.Architecture == "Llama4ForCausalLM" {
 		if err := c.parseLlama4(m); err != nil {
 			return err
@@ -484,6 +495,9 @@ func (c cfg) parse(m *Model) error {
 		if err := q.applyQuantization(m); err != nil {
 			return err
 		}
+	}
+	if m.Architecture == archDSV4 {
+		return c.applyDSV4ExpertDtype(m)
 	}
 	return nil
 }
@@ -851,8 +865,8 @@ func (c cfg) parseGraphKeys(m *Model) error {
 		if s, ok, err := c.str("scoring_func"); err != nil {
 			return err
 		} else if ok {
-			if s != "softmax" && s != "sigmoid" {
-				return c.errf("scoring_func", "unsupported %q (supported: softmax, sigmoid)", s)
+			if s != "softmax" && s != "sigmoid" && !(s == "sqrtsoftplus" && m.Architecture == archDSV4) {
+				return c.errf("scoring_func", "unsupported %q (supported: softmax, sigmoid; sqrtsoftplus for %s)", s, archDSV4)
 			}
 			m.ScoringFunc = s
 		}

@@ -133,7 +133,7 @@ func TestEmbeddedConfigsSane(t *testing.T) {
 	for _, m := range Models() {
 		t.Run(m.ID, func(t *testing.T) {
 			if m.NumLayers < 1 || m.HiddenSize < 1 || m.NumHeads < 1 || m.NumKVHeads < 1 || m.HeadDim < 1 ||
-				m.VocabSize < 1 || m.IntermediateSize < 1 || m.MaxPositions < 1 {
+				m.VocabSize < 1 || (m.IntermediateSize < 1 && !m.IsDSV4()) || m.MaxPositions < 1 {
 				t.Fatalf("non-positive architecture number: %+v", m)
 			}
 			if m.NumHeads%m.NumKVHeads != 0 {
@@ -165,7 +165,7 @@ func TestEmbeddedConfigsSane(t *testing.T) {
 					t.Errorf("MLA numbers: %+v", m)
 				}
 			}
-			if m.SlidingWindowLayers < 0 || m.SlidingWindowLayers > m.NumLayers || (m.SlidingWindowLayers > 0) != (m.SlidingWindow > 0) {
+			if m.SlidingWindowLayers < 0 || m.SlidingWindowLayers > m.NumLayers || ((m.SlidingWindowLayers > 0) != (m.SlidingWindow > 0) && !m.IsDSV4()) {
 				t.Errorf("sliding window %d on %d layers", m.SlidingWindow, m.SlidingWindowLayers)
 			}
 			copied := strings.Contains(m.Source, "copied from") && strings.Contains(m.Source, "@")
