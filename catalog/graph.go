@@ -547,8 +547,8 @@ var graphFamilies = map[string]family{
 	// deepseek_v4.py: compressed attention (sliding-window, CSA, HCA
 	// layers), mHC, hash-routed and learned MoE layers (graph_dsv4.go).
 	"DeepseekV4ForCausalLM": {name: "deepseek_v4", src: srcDSV4, moe: stdMoE("gate")},
-	"GraniteForCausalLM": {name: "granite", src: srcGranite, qkvBias: attnBias, oBias: attnBias, scaled: true},
-	"Llama4ForCausalLM":  {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
+	"GraniteForCausalLM":    {name: "granite", src: srcGranite, qkvBias: attnBias, oBias: attnBias, scaled: true},
+	"Llama4ForCausalLM":     {name: "llama4", src: srcLlama4, qkvBias: no, oBias: no, qkNorm: "rope", sliding: true, moe: stdMoE("router")},
 }
 
 // shortDtype names a dtype the way graphs print it.

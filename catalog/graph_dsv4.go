@@ -116,7 +116,7 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 			"CSA layers (compress ratio 4) add the %d compressed entries a lightning indexer (%d heads × %d, replicated on every TP rank) picks from all of them, "+
 			"HCA layers (ratio 128) every compressed entry; each cached entry is %d bytes (fp8_ds_mla) whatever --kv-cache-dtype, the indexer's keys %d bytes",
 			m.HeadDim, m.NumHeads, m.SlidingWindow, m.IndexTopK, m.IndexHeads, m.IndexHeadDim, csa.EntryBytes, csa.IndexerCacheBytes),
-		fmt.Sprintf("mHC: %d residual streams; each block's pre and post mixing (one fused post+pre kernel between blocks, a %d-way mixing GEMM in fp32 and %d Sinkhorn iterations) is an elementwise op plus a small replicated GEMM",
+		fmt.Sprintf("mHC: %d residual streams; each block's pre and post mixing (one fused post+pre kernel between blocks: a %d-way fp32 mixing projection and %d Sinkhorn iterations) is one memory-bound elementwise op",
 			hc, (2+hc)*hc, m.HCSinkhornIters),
 		fmt.Sprintf("the first %d layers route by vLLM's token-id table (tid2eid) instead of the learned top-k; routed experts are %s, linear layers fp8 with 128×128 block scales", m.NumHashLayers, b.expertDt))
 	return g, nil
@@ -166,28 +166,24 @@ func (b *builder) dsv4LayerOps(ratio int, hash bool) []Op {
 	return append(ops, b.dsv4MoEOps(hash)...)
 }
 
-// dsv4MHC is one MHCFusedPostPreOp (mhc.py): the previous block's output
-// and the hc_mult residual streams are read, the streams updated with the
-// post and residual mixes and written, the hc_mult × hidden input
-// normalised and projected onto the (2 + hc_mult) · hc_mult mixing logits
-// (the fp32 hc_fn GEMM), Sinkhorn-normalised, and the block's input
-// written: per token (1 + 2·hc + 1)·hidden values moved.
+// dsv4MHC is one MHCFusedPostPreOp (mhc.py), a single fused kernel: the
+// previous block's output and the hc_mult residual streams are read, the
+// streams updated with the post and residual mixes and written, the
+// hc_mult × hidden input normalised and projected onto the
+// (2 + hc_mult) · hc_mult mixing logits (hc_fn, fp32, 2·24·4·hidden FLOPs
+// a token: negligible beside the bytes), Sinkhorn-normalised, and the
+// block's input written: per token (2 + 2·hc)·hidden values moved. It is
+// memory-bound and represented as one elementwise op.
 func (b *builder) dsv4MHC(prefix string) []Op {
 	hc, H := b.m.HCMult, b.H
-	return []Op{
-		gemm(prefix+"_fn", (2+hc)*hc, hc*H, "fp32", ShardReplicated),
-		elementwise(prefix+"_post_pre", b.bytes((2+2*hc)*H), ShardReplicated),
-	}
+	return []Op{elementwise(prefix+"_post_pre", b.bytes((2+2*hc)*H), ShardReplicated)}
 }
 
-// dsv4HCHead is HCHeadOp: the streams reduced to one hidden state through
-// hc_head_fn (hc_mult weights from an fp32 GEMM over the streams).
+// dsv4HCHead is HCHeadOp, one fused kernel: the streams reduced to one
+// hidden state through hc_head_fn's hc_mult mixing weights.
 func (b *builder) dsv4HCHead() []Op {
 	hc, H := b.m.HCMult, b.H
-	return []Op{
-		gemm("hc_head_fn", hc, hc*H, "fp32", ShardReplicated),
-		elementwise("hc_head", b.bytes((hc+1)*H), ShardReplicated),
-	}
+	return []Op{elementwise("hc_head", b.bytes((hc+1)*H), ShardReplicated)}
 }
 
 // dsv4AttentionOps mirrors DeepseekV4Attention and its module wrapper:

@@ -137,6 +137,9 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, p.KVBytes/gib)
 	}
 	kv := newKVLayout(d, s)
+	if d.Model.IsDSV4() {
+		kv = dsv4KVLayout(d)
+	}
 	if draftKV > 0 && kv.layout.Groups == 1 {
 		// The draft's attention layers join the target's one KV cache
 		// group (same spec; a draft model of another attention shape is
