@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 
 	"blis/catalog"
@@ -284,6 +285,14 @@ func (r *resolver) dsv4Term(op catalog.Op, t *term) bool {
 	default:
 		one.nHCA = 1
 	}
+	// Layer kinds of the same attention kind (hash-routed or not) share
+	// one work description, so that their terms merge.
+	for i := range r.f.terms {
+		if u := &r.f.terms[i]; u.kind == termDSV4 && *u.dsv4 == *one {
+			one = u.dsv4
+			break
+		}
+	}
 	ra, err := DefaultRooflineAssumptions()
 	if err != nil {
 		r.err = err
@@ -294,4 +303,24 @@ func (r *resolver) dsv4Term(op catalog.Op, t *term) bool {
 	r.sub("attention %s: no DeepSeek-V4 attention-module law on %s; the kernel is priced with the roofline (FLOPs at %.0f%% of the BF16 peak, or bytes at the streaming bandwidth) and the module's other operators one by one",
 		a.Kind, r.d.Chip.Name, 100*ra.AttnEfficiency)
 	return true
+}
+
+// dsv4KVNote says what the DeepSeek-V4 layout holds, for the memory plan.
+func dsv4KVNote(d Deployment, kv kvLayout) string {
+	m := d.Model
+	l := dsv4StageLayers(d)
+	mtp := 0
+	if d.specK() > 0 && d.Spec.Method == "mtp" && d.lastStage() {
+		mtp = m.NumNextNLayers
+	}
+	sliding := 0
+	for g := 0; g < kv.layout.Groups; g++ {
+		if kv.layout.IsSliding(g) {
+			sliding++
+		}
+	}
+	return fmt.Sprintf("DeepSeek-V4: %.0f B per context token in the compressed caches (CSA entries and indexer keys, HCA entries) and %.0f B per token of the last %d "+
+		"in the raw windows and compressor states, held as %d full and %d sliding-window groups of %.0f-byte blocks sharing the pool; "+
+		"tokens = blocks / groups × block size",
+		dsv4GrowBytes(m, l.ratio), dsv4WindowBytes(m, l.ratio, mtp), m.SlidingWindow, kv.layout.Groups-sliding, sliding, kv.blockBytes)
 }

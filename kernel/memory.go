@@ -139,6 +139,7 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	kv := newKVLayout(d, s)
 	if d.Model.IsDSV4() {
 		kv = dsv4KVLayout(d)
+		p.KVNote = dsv4KVNote(d, kv)
 	}
 	if draftKV > 0 && kv.layout.Groups == 1 {
 		// The draft's attention layers join the target's one KV cache
@@ -186,6 +187,11 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	}
 	// _report_kv_cache_config: num_blocks // len(kv_cache_groups) × block_size.
 	p.KVTokens = p.NumBlocks / kv.layout.Groups * d.BlockSize
+	if d.Model.IsDSV4() {
+		// For compressed attention vLLM reports the GPU KV cache size as
+		// the maximum concurrency × max_model_len (vllm-project/vllm#51041).
+		p.KVTokens = int(p.MaxConcurrency(d.MaxModelLen) * float64(d.MaxModelLen))
+	}
 	return p, nil
 }
 
