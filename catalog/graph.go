@@ -1273,18 +1273,13 @@ func (e *UnsupportedModelError) Error() string {
 	return fmt.Sprintf("model %s is known but not supported: %s", e.Model.ID, e.Model.Missing)
 }
 
-const (
-	missingV4 = "DeepSeek-V4 compressed sparse attention (per-layer compress_ratios 4 and 128, a sliding window of 128, an indexer top-%d), " +
-		"hyper-connections (hc_mult 4) and hash-routed MoE layers (num_hash_layers 3): no per-token KV formula and no op kinds for them"
-)
-
 // unsupportedModels are the published configs the catalog knows of but
 // cannot represent yet (models/PROVENANCE.md, "Configs ... that are not
 // embedded").
 var unsupportedModels = []UnsupportedModel{
 	{ID: "nvidia/DeepSeek-V4-Flash-NVFP4", Aliases: []string{"deepseek-v4-flash-nvfp4"},
-		Short:   "compressed sparse attention, hyper-connections, mixed NVFP4",
-		Missing: fmt.Sprintf(missingV4, 512) + "; also a mixed-precision NVFP4 quantization"},
+		Short:   "mixed-precision NVFP4 quantization",
+		Missing: "DeepSeek-V4-Flash with NVIDIA ModelOpt's mixed-precision NVFP4 quantization (per-layer formats in hf_quant_config.json), which the catalog does not parse"},
 	{ID: "Qwen/Qwen3.5-397B-A17B", Aliases: []string{"qwen3.5-397b"},
 		Short: "linear attention (Gated DeltaNet) layers",
 		Missing: "hybrid linear attention: Gated DeltaNet layers keep a fixed-size recurrent state, not a per-token KV cache, between the full-attention layers; " +

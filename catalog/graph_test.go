@@ -509,7 +509,7 @@ func TestLookupGraphTwinAndUnsupported(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, want string }{
 		{"nvidia/DeepSeek-V4-Flash-NVFP4", "mixed-precision NVFP4"},
-		{"deepseek-v4-flash-nvfp4", "hyper-connections"},
+		{"deepseek-v4-flash-nvfp4", "ModelOpt"},
 		{"qwen/qwen3.5-397b-a17b", "Gated DeltaNet"},
 	} {
 		for _, lookup := range []func(string) error{
