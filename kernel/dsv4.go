@@ -321,6 +321,31 @@ func dsv4KVNote(d Deployment, kv kvLayout) string {
 	}
 	return fmt.Sprintf("DeepSeek-V4: %.0f B per context token in the compressed caches (CSA entries and indexer keys, HCA entries) and %.0f B per token of the last %d "+
 		"in the raw windows and compressor states, held as %d full and %d sliding-window groups of %.0f-byte blocks sharing the pool; "+
-		"tokens = blocks / groups × block size",
+		"tokens = maximum concurrency × max-model-len, as vLLM reports them for compressed attention",
 		dsv4GrowBytes(m, l.ratio), dsv4WindowBytes(m, l.ratio, mtp), m.SlidingWindow, kv.layout.Groups-sliding, sliding, kv.blockBytes)
+}
+
+// dsv4PrefillChunk is deepseek_v4_attention.py's PREFILL_CHUNK_SIZE: the
+// prefill rows whose cached context is gathered at once.
+const dsv4PrefillChunk = 4
+
+// dsv4Workspace is the bf16 kv-gather workspace DeepSeek-V4's prefill
+// reserves (deepseek_v4_attention.py _forward_prefill: PREFILL_CHUNK_SIZE
+// rows of M = N + window + max_num_batched_tokens head_dim-wide rows, N =
+// cdiv(max_model_len, ratio) for the smallest ratio of the stage's
+// compressed layers, 0 when none), held through the profile run.
+func dsv4Workspace(d Deployment) float64 {
+	m := d.Model
+	ratio := 0
+	for _, r := range dsv4StageLayers(d).ratio {
+		if r > 0 && (ratio == 0 || r < ratio) {
+			ratio = r
+		}
+	}
+	n := 0
+	if ratio > 0 {
+		n = (d.MaxModelLen + ratio - 1) / ratio
+	}
+	rows := n + m.SlidingWindow + d.MaxNumBatchedTokens
+	return float64(dsv4PrefillChunk*rows*m.HeadDim) * 2
 }

@@ -357,5 +357,10 @@ func (s shape) activationPeak(d Deployment, a MemoryAssumptions) float64 {
 	if !d.lastStage() {
 		sampler = 0 // only the last pipeline stage samples
 	}
+	if s.m.IsDSV4() {
+		// DeepSeek-V4's prefill kv-gather workspace, reserved by the
+		// profile run and held (dsv4Workspace).
+		return math.Max(forward, sampler) + dsv4Workspace(d)
+	}
 	return math.Max(forward, sampler)
 }
