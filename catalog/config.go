@@ -449,8 +449,9 @@ func (c cfg) parse(m *Model) error {
 		if err := c.parseOPT(m); err != nil { // config_opt.go
 			return err
 		}
-	case "Qwen3_5MoeForCausalLM":
-		// Every Qwen3.5-MoE layer routes to experts: no dense size.
+	case "Qwen3_5MoeForCausalLM", archDSV4:
+		// Every Qwen3.5-MoE and DeepSeek-V4 layer routes to experts: no
+		// dense size (DeepSeek-V4's config has no intermediate_size).
 		if m.IntermediateSize, _, err = c.optPosInt("intermediate_size"); err != nil {
 			return err
 		}
@@ -512,6 +513,11 @@ func (c cfg) parse(m *Model) error {
 			return err
 		}
 	}
+	if m.Architecture == archDSV4 {
+		if err := c.parseDSV4(m); err != nil {
+			return err
+		}
+	}
 	if m.Architecture == "Llama4ForCausalLM" {
 		if err := c.parseLlama4(m); err != nil {
 			return err
@@ -523,6 +529,9 @@ func (c cfg) parse(m *Model) error {
 		if err := q.applyQuantization(m); err != nil {
 			return err
 		}
+	}
+	if m.Architecture == archDSV4 {
+		return c.applyDSV4ExpertDtype(m)
 	}
 	return nil
 }
@@ -896,8 +905,8 @@ func (c cfg) parseGraphKeys(m *Model) error {
 		if s, ok, err := c.str("scoring_func"); err != nil {
 			return err
 		} else if ok {
-			if s != "softmax" && s != "sigmoid" {
-				return c.errf("scoring_func", "unsupported %q (supported: softmax, sigmoid)", s)
+			if s != "softmax" && s != "sigmoid" && !(s == "sqrtsoftplus" && m.Architecture == archDSV4) {
+				return c.errf("scoring_func", "unsupported %q (supported: softmax, sigmoid; sqrtsoftplus for %s)", s, archDSV4)
 			}
 			m.ScoringFunc = s
 		}

@@ -217,6 +217,11 @@ func FuzzParseConfig(f *testing.F) {
 		if !(m.WeightBytesPerParam > 0 && m.AttnWeightBytesPerParam > 0 && m.DenseWeightBytesPerParam > 0 && m.DtypeBytes > 0) {
 			t.Fatalf("accepted bytes per parameter: %+v", m)
 		}
+		if m.IsDSV4() {
+			if _, err := DeriveGraph(m); err != nil {
+				t.Fatalf("accepted a DeepSeek-V4 config its graph refuses: %v", err)
+			}
+		}
 	})
 }
 

@@ -228,6 +228,22 @@ type Attention struct {
 	// "replicated" (MLA: every rank holds the whole latent).
 	KVCacheElems int    `json:"kv_cache_elems"`
 	KVCacheShard string `json:"kv_cache_shard"`
+
+	// DeepSeek-V4 attention (kinds "dsv4_swa", "dsv4_csa", "dsv4_hca"; see
+	// graph_dsv4.go): CompressRatio tokens pool into one compressed entry
+	// (0 for the sliding-window-only kind), and every layer also keeps the
+	// last Window raw tokens. EntryBytes is one cached entry, raw or
+	// compressed, on every rank (the fp8_ds_mla layout); CSA layers add
+	// IndexerCacheBytes per compressed entry. Each compressor keeps, per
+	// request, a window of StateTokens tokens of StateBytes each (fp32 kv
+	// and score state), and CSA's indexer compressor IndexerStateTokens of
+	// IndexerStateBytes.
+	CompressRatio      int `json:"compress_ratio,omitempty"`
+	EntryBytes         int `json:"entry_bytes,omitempty"`
+	StateTokens        int `json:"state_tokens,omitempty"`
+	StateBytes         int `json:"state_bytes,omitempty"`
+	IndexerStateTokens int `json:"indexer_state_tokens,omitempty"`
+	IndexerStateBytes  int `json:"indexer_state_bytes,omitempty"`
 }
 
 // MoE describes one FusedMoE layer's routed experts. Shared experts and
@@ -252,6 +268,11 @@ type MoE struct {
 	// routed ones (as the layer's shared_experts.* GEMMs).
 	SharedExperts int `json:"shared_experts,omitempty"`
 	SharedInter   int `json:"shared_inter,omitempty"`
+	// Hash: experts are picked by a fixed token-id table (DeepSeek-V4's
+	// first num_hash_layers layers), not by the router's top-k.
+	Hash bool `json:"hash,omitempty"`
+	// ActivationLimit clamps the SwiGLU inputs (DeepSeek-V4's swiglu_limit).
+	ActivationLimit float64 `json:"activation_limit,omitempty"`
 }
 
 // NumLayers is the decoder stack's depth.
@@ -319,6 +340,9 @@ var mlaModuleOps = map[string]bool{
 // have such a module; in other layers every operator stands alone.
 func (k *LayerKind) InAttentionModule(op *Op) bool {
 	a := k.Attention()
+	if a != nil && isDSV4Attn(a.Kind) {
+		return op.Attn == nil && dsv4ModuleOp(op)
+	}
 	if a == nil || (a.Kind != "mla" && a.Kind != "dsa") || op.Attn != nil {
 		return false
 	}
@@ -519,6 +543,9 @@ var graphFamilies = map[string]family{
 	// weightless q/k RMSNorm after RoPE, NoPE layers globally with
 	// temperature-tuned queries; Llama4MoE: a bf16 router, top-k then
 	// sigmoid, one shared expert, one all-reduce of both.
+	// deepseek_v4.py: compressed attention (sliding-window, CSA, HCA
+	// layers), mHC, hash-routed and learned MoE layers (graph_dsv4.go).
+	"DeepseekV4ForCausalLM": {name: "deepseek_v4", src: srcDSV4, moe: stdMoE("gate")},
 	// granite.py: Llama's layer with attention_bias (or bias) on qkv_proj and
 	// o_proj, mlp_bias on the MLP, and the four Granite multipliers.
 	"GraniteForCausalLM": {name: "granite", src: srcGranite, qkvBias: attnBias, oBias: attnBias, scaled: true},
@@ -569,6 +596,9 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		sort.Strings(known)
 		return nil, fmt.Errorf("%s: no operator-graph deriver for architecture %q (covered: %s)",
 			m.ID, m.Architecture, strings.Join(known, ", "))
+	}
+	if f.name == "deepseek_v4" {
+		return deriveDSV4(m, f)
 	}
 	if (f.moe.routerName == "") == m.IsMoE() && f.name != "deepseek_v2" {
 		return nil, fmt.Errorf("%s: architecture %s with %d experts does not match vLLM's %s module", m.ID, m.Architecture, m.NumExperts, f.name)
@@ -1262,24 +1292,13 @@ func (e *UnsupportedModelError) Error() string {
 	return fmt.Sprintf("model %s is known but not supported: %s", e.Model.ID, e.Model.Missing)
 }
 
-const (
-	missingV4 = "DeepSeek-V4 compressed sparse attention (per-layer compress_ratios 4 and 128, a sliding window of 128, an indexer top-%d), " +
-		"hyper-connections (hc_mult 4) and hash-routed MoE layers (num_hash_layers 3): no per-token KV formula and no op kinds for them"
-)
-
 // unsupportedModels are the published configs the catalog knows of but
 // cannot represent yet (models/PROVENANCE.md, "Configs ... that are not
 // embedded").
 var unsupportedModels = []UnsupportedModel{
-	{ID: "deepseek-ai/DeepSeek-V4-Flash", Aliases: []string{"deepseek-v4-flash"},
-		Short: "compressed sparse attention, hyper-connections", Missing: fmt.Sprintf(missingV4, 512)},
-	{ID: "deepseek-ai/DeepSeek-V4-Pro", Aliases: []string{"deepseek-v4-pro"},
-		Short: "compressed sparse attention, hyper-connections", Missing: fmt.Sprintf(missingV4, 1024)},
-	{ID: "sgl-project/DeepSeek-V4-Flash-FP8", Aliases: []string{"deepseek-v4-flash-fp8"},
-		Short: "compressed sparse attention, hyper-connections", Missing: fmt.Sprintf(missingV4, 512)},
 	{ID: "nvidia/DeepSeek-V4-Flash-NVFP4", Aliases: []string{"deepseek-v4-flash-nvfp4"},
-		Short:   "compressed sparse attention, hyper-connections, mixed NVFP4",
-		Missing: fmt.Sprintf(missingV4, 512) + "; also a mixed-precision NVFP4 quantization"},
+		Short:   "mixed-precision NVFP4 quantization",
+		Missing: "DeepSeek-V4-Flash with NVIDIA ModelOpt's mixed-precision NVFP4 quantization (per-layer formats in hf_quant_config.json), which the catalog does not parse"},
 }
 
 // UnsupportedModels lists the known models the catalog cannot represent,

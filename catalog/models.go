@@ -118,6 +118,13 @@ var modelTable = []modelEntry{
 		aliases: []string{"deepseek-v2-lite-chat"}},
 	// MLA with DeepSeek sparse attention (the lightning indexer's top-k).
 	{dir: "deepseek-ai--DeepSeek-V3.2", origin: originAIC},
+	// DeepSeek-V4: compressed attention (sliding-window, CSA and HCA
+	// layers), mHC and hash-routed MoE layers (graph_dsv4.go). SGLang's
+	// FP8 conversion keeps fp8 experts (no expert_dtype, model_type
+	// deepseek_ref).
+	{dir: "deepseek-ai--DeepSeek-V4-Flash", origin: originAIC, aliases: []string{"deepseek-v4-flash"}},
+	{dir: "deepseek-ai--DeepSeek-V4-Pro", origin: originAIC, aliases: []string{"deepseek-v4-pro"}},
+	{dir: "sgl-project--DeepSeek-V4-Flash-FP8", origin: originAIC, aliases: []string{"deepseek-v4-flash-fp8"}},
 	// zhipuai/ is the organisation's former Hugging Face name, which
 	// benchmark dumps still use (InferenceX's GLM-5 rows).
 	{dir: "zai-org--GLM-5", origin: originAIC, aliases: []string{"zhipuai/glm-5"}},

@@ -165,7 +165,7 @@ func TestEmbeddedConfigsSane(t *testing.T) {
 					t.Errorf("MLA numbers: %+v", m)
 				}
 			}
-			if m.SlidingWindowLayers < 0 || m.SlidingWindowLayers > m.NumLayers || (m.SlidingWindowLayers > 0) != (m.SlidingWindow > 0) {
+			if m.SlidingWindowLayers < 0 || m.SlidingWindowLayers > m.NumLayers || ((m.SlidingWindowLayers > 0) != (m.SlidingWindow > 0) && !m.IsDSV4()) {
 				t.Errorf("sliding window %d on %d layers", m.SlidingWindow, m.SlidingWindowLayers)
 			}
 			copied := strings.Contains(m.Source, "copied from") && strings.Contains(m.Source, "@")

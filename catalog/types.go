@@ -185,6 +185,41 @@ type Model struct {
 	SSMStateDtypeBytes float64
 	AttnOutputGate     bool // attn_output_gate: q_proj also emits a sigmoid gate per head (Qwen3-Next, Qwen3.5)
 	MTPHiddenLayers    int  // mtp_num_hidden_layers: the MTP draft layers a Qwen3-Next/3.5 checkpoint ships
+
+	// DeepSeek-V4 (DeepseekV4ForCausalLM; zero values otherwise). Its
+	// attention keeps one 512-wide KV head (NumKVHeads 1, HeadDim 512, the
+	// last QKRopeHeadDim dims rotated), queries through the QLoraRank
+	// latent, and a raw window of SlidingWindow tokens in every layer.
+	// CompressRatios[i] is layer i's kind: 0 sliding-window only, 4 CSA
+	// (compressed sparse attention: one compressed entry per 4 tokens, of
+	// which a lightning indexer of IndexHeads × IndexHeadDim keeps
+	// IndexTopK per query), 128 HCA (heavily compressed: one entry per 128
+	// tokens, all read). MTPCompressRatio is the MTP layer's (the config
+	// list's last entry).
+	CompressRatios   []int
+	MTPCompressRatio int
+	// mHC (manifold-constrained hyper-connections): HCMult copies of the
+	// hidden state replace the residual stream; each block reads and
+	// writes them through mixing weights made doubly stochastic by
+	// HCSinkhornIters Sinkhorn-Knopp iterations (HCEps the epsilon).
+	HCMult          int
+	HCSinkhornIters int
+	HCEps           float64
+	// OLoraRank and OGroups: the grouped low-rank output projection
+	// (wo_a maps each of OGroups groups of heads to OLoraRank, wo_b the
+	// concatenation back to the hidden size).
+	OLoraRank, OGroups int
+	// NumHashLayers: the first MoE layers route each token by a fixed
+	// token-id → experts table instead of a learned top-k.
+	NumHashLayers int
+	// ExpertDtype is the routed experts' checkpoint format: "fp4"
+	// (expert_dtype fp4: MXFP4-like, one ue8m0 scale per 32 values) or the
+	// linear layers' ("fp8").
+	ExpertDtype string
+	// SwigluLimit clamps the experts' SwiGLU (swiglu_limit; 0 when absent).
+	SwigluLimit float64
+	// CompressRopeTheta is the RoPE base of the compressed layers.
+	CompressRopeTheta float64
 }
 
 // IsHybridLinear reports whether some layers are Gated DeltaNet layers.
@@ -208,12 +243,16 @@ func (m *Model) LinearStateBytes(tp int) (conv, ssm float64) {
 	return conv, ssm
 }
 
+// IsDSV4 reports whether the model is DeepSeek-V4 (compressed attention,
+// mHC, hash-routed layers).
+func (m *Model) IsDSV4() bool { return m.Architecture == archDSV4 }
+
 // IsMoE reports whether the model routes tokens to experts.
 func (m *Model) IsMoE() bool { return m.NumExperts > 0 }
 
 // IsDSA reports whether the model uses DeepSeek sparse attention (MLA
 // with a lightning indexer's top-k selection).
-func (m *Model) IsDSA() bool { return m.IndexTopK > 0 }
+func (m *Model) IsDSA() bool { return m.IndexTopK > 0 && m.IsMLA() }
 
 // IndexerCacheBytes is what one token adds to a DSA layer's indexer key
 // cache on every rank, whatever the KV dtype: index_head_dim fp8 values

@@ -64,7 +64,8 @@ const (
 	termMoE
 	termElementwise
 	termComm
-	termGDN // a Gated DeltaNet kernel (mamba.go)
+	termGDN  // a Gated DeltaNet kernel (mamba.go)
+	termDSV4 // DeepSeek-V4 attention kernel, priced with the roofline (no fitted law yet)
 )
 
 // term is one operator of the graph, resolved against the deployment and
@@ -95,6 +96,8 @@ type term struct {
 	comm    *commCurve
 	commBig *commCurve // NCCL, for all-reduces above the custom kernel's limit
 	gdn     gdnTerm    // termGDN
+	dsv4    *dsv4Attn  // termDSV4: the kernel's work for one layer of its kind
+	rate    float64    // termDSV4: attention FLOP/s
 }
 
 // fitted is the "fitted-v1" step pricer: the model's operator graph
@@ -282,7 +285,9 @@ func resolveTerms(d Deployment, co *catalog.Coefficients, f *fitted, embed []cat
 			// module (projections, norms, RoPE, the indexer, attention,
 			// o_proj): its other operators are in the attention term's
 			// price already.
-			if lk.InAttentionModule(&lk.Ops[j]) {
+			// DeepSeek-V4's module has no fitted law yet: its operators
+			// are priced one by one beside the kernel (termDSV4).
+			if lk.InAttentionModule(&lk.Ops[j]) && !dsv4Kind(lk) {
 				continue
 			}
 			r.add(lk.Ops[j], float64(counts[i]))
@@ -691,6 +696,9 @@ func (r *resolver) add(op catalog.Op, count float64) {
 	case catalog.OpAttention:
 		a := op.Attn
 		heads := float64(a.Heads) / float64(tp)
+		if r.dsv4Term(op, &t) {
+			break
+		}
 		if a.Kind == "mla" || a.Kind == "dsa" {
 			t.kind = termMLA
 			t.name += " (MLA module)"
@@ -1067,6 +1075,9 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 				s += DSAPrefillTime(t.mlaPre, t.dsa, pre, math.Min(pairs, pre*t.dsa.TopK), pairs)
 			}
 			compute += t.count * s
+		case termDSV4:
+			fl, by := t.dsv4.work(nDec, decodeCtx, pre, pairs, nPre, prefillCtx)
+			compute += t.count * math.Max(fl/t.rate, by/f.memBW)
 		case termMoE:
 			sh := t.moeSh
 			sh.Tokens = m

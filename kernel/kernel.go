@@ -231,6 +231,9 @@ type MemoryPlan struct {
 	NumBlocks       int     // GPU KV blocks (vLLM's num_gpu_blocks)
 	KVTokens        int     // NumBlocks ÷ groups × block size ("GPU KV cache size: N tokens")
 	Overridden      bool    // NumBlocks came from --num-gpu-blocks-override
+	// KVNote describes a KV layout the groups alone do not explain
+	// (DeepSeek-V4's compressed caches and windows); "" otherwise.
+	KVNote string
 	// KVCache is how vLLM's KV cache manager splits the pool into KV cache
 	// groups; the engine's KV manager takes it as is.
 	KVCache KVCacheLayout

@@ -137,6 +137,10 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 			(p.NonTorchBytes+p.NCCLBytes+p.CUDAGraphBytes)/gib, p.KVBytes/gib)
 	}
 	kv := newKVLayout(d, s)
+	if d.Model.IsDSV4() {
+		kv = dsv4KVLayout(d)
+		p.KVNote = dsv4KVNote(d, kv)
+	}
 	if draftKV > 0 && kv.layout.Groups == 1 {
 		// The draft's attention layers join the target's one KV cache
 		// group (same spec; a draft model of another attention shape is
@@ -183,6 +187,11 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	}
 	// _report_kv_cache_config: num_blocks // len(kv_cache_groups) × block_size.
 	p.KVTokens = p.NumBlocks / kv.layout.Groups * d.BlockSize
+	if d.Model.IsDSV4() {
+		// For compressed attention vLLM reports the GPU KV cache size as
+		// the maximum concurrency × max_model_len (vllm-project/vllm#51041).
+		p.KVTokens = int(p.MaxConcurrency(d.MaxModelLen) * float64(d.MaxModelLen))
+	}
 	return p, nil
 }
 
@@ -350,6 +359,11 @@ func (s shape) activationPeak(d Deployment, a MemoryAssumptions) float64 {
 	sampler := a.SamplerLogitsCopies*R*float64(s.m.VocabSize)*4 + T*s.H*s.dtypeB
 	if !d.lastStage() {
 		sampler = 0 // only the last pipeline stage samples
+	}
+	if s.m.IsDSV4() {
+		// DeepSeek-V4's prefill kv-gather workspace, reserved by the
+		// profile run and held (dsv4Workspace).
+		return math.Max(forward, sampler) + dsv4Workspace(d)
 	}
 	return math.Max(forward, sampler)
 }

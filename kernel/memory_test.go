@@ -351,7 +351,12 @@ func TestGraphKVBytesMatchShape(t *testing.T) {
 			s := newShape(d)
 			want := float64(g.KVCacheElemsPerToken(tp)) * s.dtypeB
 			for i := range g.Layers { // DSA's indexer keys: fixed bytes, any KV dtype
-				if a := g.Layers[i].Attention(); a != nil {
+				a := g.Layers[i].Attention()
+				switch {
+				case a == nil:
+				case a.CompressRatio > 0: // DeepSeek-V4: compressed entries and their indexer keys grow with the context
+					want += float64(g.Layers[i].Count) * float64(a.EntryBytes+a.IndexerCacheBytes) / float64(a.CompressRatio)
+				case a.EntryBytes == 0:
 					want += float64(g.Layers[i].Count * a.IndexerCacheBytes)
 				}
 			}

@@ -101,11 +101,15 @@ type roofline struct {
 	// when the engine prices a rank alone).
 	a2aSecFixed, a2aSecPerGroupToken float64
 	dp                               float64
-	graphMaxTokens                   int
-	enforceEager                     bool
-	hostGraphed, hostE               time.Duration
-	hostPerSampled                   time.Duration
-	spec                             *rooflineDraft // nil: no speculative decoding (or not the last stage)
+	// DeepSeek-V4: the attention kernels' work (dsv4.go), priced at
+	// dsv4Rate FLOP/s; nil for other models.
+	dsv4               *dsv4Attn
+	dsv4Rate           float64
+	graphMaxTokens     int
+	enforceEager       bool
+	hostGraphed, hostE time.Duration
+	hostPerSampled     time.Duration
+	spec               *rooflineDraft // nil: no speculative decoding (or not the last stage)
 }
 
 // NewRoofline builds the "roofline-v1" pricer for d with the default
@@ -224,6 +228,9 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 		r.arSecFixed = ops * lat
 		r.arSecPerToken = ops * 2 * (n - 1) / n * s.H * s.dtypeB / bw
 	}
+	if m.IsDSV4() {
+		dsv4Roofline(d, s, r, attnRate, bf16)
+	}
 	r.dp = float64(d.dpSize())
 	if m.IsMoE() && d.dpSize() > 1 {
 		fixed, perTok := rooflineA2A(d, s)
@@ -281,6 +288,12 @@ func (r *roofline) StepTime(b *Batch) Breakdown {
 		(decodeCtx+prefillCtx)*r.bytesKVFull + (decodeSW+prefillSW)*r.bytesKVSW +
 		T*(r.bytesKVWrite+r.bytesActPerToken) +
 		float64(max(b.NumDecode, 0)+max(b.NumPrefill, 0))*r.bytesStatePerRow
+	if r.dsv4 != nil {
+		f, by := r.dsv4.work(float64(max(b.NumDecode, 0)), decodeCtx, float64(max(b.PrefillTokens, 0)), pairs,
+			float64(max(b.NumPrefill, 0)), prefillCtx)
+		compute += f / r.dsv4Rate
+		bytes += by
+	}
 	if r.numExperts > 0 {
 		// Expected distinct experts hit by T tokens choosing top-k of E
 		// uniformly: E·(1 − (1 − k/E)^T).

@@ -216,6 +216,9 @@ func newShape(d Deployment) shape {
 	// (mm_encoder_tp_mode "weights", its default) and keeps it in the
 	// model dtype.
 	s.vision = m.VisionParams / tp
+	if m.IsDSV4() {
+		dsv4Shape(d, &s)
+	}
 	restrictShape(d, &s)
 	return s
 }

@@ -661,6 +661,15 @@ func newRooflineDraft(d Deployment, a RooflineAssumptions) (*rooflineDraft, erro
 				perPair = perCtx
 			}
 			rate := c.BF16FLOPS * a.AttnEfficiency
+			if at.EntryBytes > 0 && at.CompressRatio == 0 {
+				// DeepSeek-V4's sliding-window-only MTP layer: each draft
+				// token reads its window (the context is longer in every
+				// step that drafts past the prompt's first window).
+				w := float64(at.Window)
+				s.secPerToken += count * 4 * float64(at.HeadDim) * heads * w / rate
+				s.bytesPerToken += count * float64(at.EntryBytes) * (w + 1)
+				return
+			}
 			kvTok := float64(at.KVCacheElemsPerRank(tp)) * kvB
 			dst.secPerCtx += count * perCtx / rate
 			dst.secPerPair += count * perPair / rate

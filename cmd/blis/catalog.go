@@ -171,7 +171,23 @@ func catalogShow(stdout io.Writer, name string) error {
 
 func writeKind(w io.Writer, title string, k catalog.LayerKind, dtype string, dtypeBytes float64) {
 	head := fmt.Sprintf("%s %q × %d", title, k.Name, k.Count)
-	if a := k.Attention(); a != nil {
+	if a := k.Attention(); a != nil && a.EntryBytes > 0 {
+		// DeepSeek-V4: fixed byte layouts, replicated on every rank.
+		head += fmt.Sprintf(" — KV cache: the last %d tokens of %d B each", a.Window, a.EntryBytes)
+		if a.CompressRatio > 0 {
+			head += fmt.Sprintf(", one %d B entry per %d tokens", a.EntryBytes, a.CompressRatio)
+		}
+		if a.IndexerCacheBytes > 0 {
+			head += fmt.Sprintf(" with a %d B indexer key", a.IndexerCacheBytes)
+		}
+		if a.StateTokens > 0 {
+			head += fmt.Sprintf(", compressor state %d B a token for %d tokens", a.StateBytes, a.StateTokens)
+		}
+		if a.IndexerStateTokens > 0 {
+			head += fmt.Sprintf(" (indexer's %d B for %d)", a.IndexerStateBytes, a.IndexerStateTokens)
+		}
+		head += "; replicated on every TP rank"
+	} else if a != nil {
 		shard := "split over TP with the KV heads"
 		if a.KVCacheShard == "replicated" {
 			shard = "replicated on every TP rank"

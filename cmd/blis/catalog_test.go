@@ -69,7 +69,7 @@ func TestCatalogShowErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"catalog", "show", "llama-3.1-7b"}, "did you mean"},
-		{[]string{"catalog", "show", "deepseek-ai/DeepSeek-V4-Flash"}, "known but not supported: DeepSeek-V4 compressed sparse attention"},
+		{[]string{"catalog", "show", "nvidia/DeepSeek-V4-Flash-NVFP4"}, "known but not supported: DeepSeek-V4-Flash with NVIDIA ModelOpt's mixed-precision NVFP4"},
 		{[]string{"catalog", "show"}, "takes one model"},
 		{[]string{"catalog", "show", "a", "b"}, "takes one model"},
 		{[]string{"catalog", "list", "extra"}, "takes no arguments"},
@@ -108,7 +108,7 @@ func TestCatalogList(t *testing.T) {
 		"deepseek-ai/DeepSeek-V3", "61 layers: 3 dense + 58 moe, MLA, MTP×1",
 		"36 layers: 18 moe_sliding + 18 moe, GQA, window 128, sinks",
 		"meta-llama/Llama-3.3-70B-Instruct", "80 layers: 80 dense, GQA",
-		"Known but not supported", "deepseek-ai/DeepSeek-V4-Pro", "compressed sparse attention",
+		"Known but not supported", "nvidia/DeepSeek-V4-Flash-NVFP4", "mixed-precision NVFP4 quantization",
 		"Chips:", "h100",
 	} {
 		if !strings.Contains(out, w) {

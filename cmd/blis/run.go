@@ -719,7 +719,9 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 		over = " (--num-gpu-blocks-override)"
 	}
 	fmt.Fprintf(bw, "KV pool: %d blocks, %s tokens%s\n", m.NumBlocks, commas(m.KVTokens), over)
-	if l := m.KVCache; l.Groups > 1 {
+	if m.KVNote != "" {
+		fmt.Fprintf(bw, "KV cache groups: %s\n", m.KVNote)
+	} else if l := m.KVCache; l.Groups > 1 {
 		sliding := 0
 		for g := 0; g < l.Groups; g++ {
 			if l.IsSliding(g) {

@@ -43,6 +43,10 @@ func TestMapSkipReasons(t *testing.T) {
 	if _, err := catalog.LookupModel("nvidia/Llama-3.3-70B-Instruct-FP4"); err == nil {
 		fp4 = "" // the catalog gained the checkpoint: the row is simulable
 	}
+	dsv4 := ReasonModel
+	if _, err := catalog.LookupModel("deepseek-ai/DeepSeek-V4-Flash"); err == nil {
+		dsv4 = "" // the catalog models DeepSeek-V4: the row is simulable
+	}
 	cases := []struct {
 		id, reason string
 		opts       MapOptions
@@ -50,7 +54,7 @@ func TestMapSkipReasons(t *testing.T) {
 		{"kimi_b200_dp4", ReasonDP, defaultMap},
 		{"kimi_gb200_disagg", ReasonDisagg, defaultMap},
 		{"glm5_b200_tp8", ReasonPrecision, defaultMap}, // GLM-5 is in the catalog, its INT4 checkpoint is not
-		{"dsv4_b200_tp8", ReasonModel, defaultMap},
+		{"dsv4_b200_tp8", dsv4, defaultMap},
 		{"gptoss_gb300", ReasonChip, defaultMap},
 		{"llama_b200_fp4", fp4, defaultMap},
 		{"dsr1_sglang_b200", ReasonBackend, defaultMap},
