@@ -1,7 +1,10 @@
 package catalog
 
 import (
+	"encoding/json"
+	"io/fs"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,5 +62,55 @@ func TestParseEngramErrors(t *testing.T) {
 				t.Fatalf("err %v, want it to name x.json and contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The catalog's DeepSeek-V4.1-Flash is V4-Flash's config plus V4.1's Engram
+// block and nothing else (models/PROVENANCE.md, "Written configs").
+func TestV41FlashIsV4FlashPlusEngram(t *testing.T) {
+	read := func(dir string) map[string]any {
+		data, err := fs.ReadFile(modelFS, "models/"+dir+"/config.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	v4, v41 := read("deepseek-ai--DeepSeek-V4-Flash"), read("deepseek-ai--DeepSeek-V4.1-Flash")
+	for k, v := range v41 {
+		if strings.HasPrefix(k, "engram_") {
+			continue
+		}
+		if !reflect.DeepEqual(v, v4[k]) {
+			t.Errorf("key %q differs from V4-Flash's", k)
+		}
+	}
+	for k := range v4 {
+		if _, ok := v41[k]; !ok {
+			t.Errorf("key %q of V4-Flash missing", k)
+		}
+	}
+	m, err := LookupModel("deepseek-v4.1-flash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Engram == nil || len(m.Engram.Layers) != 2 || m.Engram.HashHeads() != 24 {
+		t.Fatalf("Engram %+v", m.Engram)
+	}
+	g, err := LookupGraph(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := g.LayerKinds()
+	for i, k := range kinds {
+		if has := strings.HasSuffix(k, "_engram"); has != (i == 1 || i == 14) {
+			t.Errorf("layer %d kind %s", i, k)
+		}
+	}
+	if op := g.Kind(kinds[14]).Op("engram.kv_proj"); op == nil || op.K != 24*256 || op.N != 2*m.HiddenSize || op.Shard != ShardRow {
+		t.Errorf("layer 14's Engram projection: %+v", op)
 	}
 }

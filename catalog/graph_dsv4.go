@@ -85,7 +85,10 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	g.Head = append(b.dsv4HCHead(), b.headOps("norm", 2, "lm_head")...)
 	g.Head = append([]Op{elementwise("hc_post", b.bytes((1+2*hc)*H), ShardReplicated)}, g.Head...)
 
-	type key struct{ ratio, hash int }
+	type key struct {
+		ratio, hash int
+		engram      bool
+	}
 	index := map[key]int{}
 	perLayer := make([]string, m.NumLayers)
 	for i := 0; i < m.NumLayers; i++ {
@@ -93,6 +96,7 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 		if i < m.NumHashLayers {
 			k.hash = 1
 		}
+		k.engram = m.isEngramLayer(i)
 		j, seen := index[k]
 		if !seen {
 			j = len(g.Layers)
@@ -101,7 +105,12 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 			if k.hash == 1 {
 				name += "_hash"
 			}
-			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: b.dsv4LayerOps(k.ratio, k.hash == 1)})
+			ops := b.dsv4LayerOps(k.ratio, k.hash == 1)
+			if k.engram {
+				name += "_engram"
+				ops = append(b.engramOps(), ops...)
+			}
+			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: ops})
 		}
 		g.Layers[j].Count++
 		perLayer[i] = g.Layers[j].Name
@@ -119,6 +128,11 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 		fmt.Sprintf("mHC: %d residual streams; each block's pre and post mixing (one fused post+pre kernel between blocks: a %d-way fp32 mixing projection and %d Sinkhorn iterations) is one memory-bound elementwise op",
 			hc, (2+hc)*hc, m.HCSinkhornIters),
 		fmt.Sprintf("the first %d layers route by vLLM's token-id table (tid2eid) instead of the learned top-k; routed experts are %s, linear layers fp8 with 128×128 block scales", m.NumHashLayers, b.expertDt))
+	if e := m.Engram; e != nil {
+		g.Notes = append(g.Notes, fmt.Sprintf("Engram at layers %v: %d hash heads a layer (n-gram orders 2..%d × %d heads), each gathering one %d-value fp8 row (%g bytes with scales) per token from tables of %.0f GiB in all; "+
+			"the gather runs before the forward on a side stream (kernel/engram.go: host memory over UVA by default, --engram-config), the key/value projection and gated add at the start of the layer",
+			e.Layers, e.HashHeads(), e.MaxNgram, e.Heads, e.HeadDim, e.RowBytes(), e.TableBytes()/(1<<30)))
+	}
 	return g, nil
 }
 

@@ -125,6 +125,11 @@ var modelTable = []modelEntry{
 	{dir: "deepseek-ai--DeepSeek-V4-Flash", origin: originAIC, aliases: []string{"deepseek-v4-flash"}},
 	{dir: "deepseek-ai--DeepSeek-V4-Pro", origin: originAIC, aliases: []string{"deepseek-v4-pro"}},
 	{dir: "sgl-project--DeepSeek-V4-Flash-FP8", origin: originAIC, aliases: []string{"deepseek-v4-flash-fp8"}},
+	// DeepSeek-V4.1-Flash as the issue-tracked approximation: no public
+	// config.json holds it whole, so it is V4-Flash's backbone with V4.1's
+	// published Engram block (models/PROVENANCE.md, "Written configs").
+	{dir: "deepseek-ai--DeepSeek-V4.1-Flash", aliases: []string{"deepseek-v4.1-flash", "dsv41-flash"},
+		written: "deepseek-ai/DeepSeek-V4-Flash's config.json (" + originAIC + ") and the engram_* keys of DeepSeek-V4.1-Flash's text_config as public code quotes them (ROCm/ATOM's Engram tests, vLLM's Engram docs): V4-Flash's backbone, not V4.1's"},
 	// zhipuai/ is the organisation's former Hugging Face name, which
 	// benchmark dumps still use (InferenceX's GLM-5 rows).
 	{dir: "zai-org--GLM-5", origin: originAIC, aliases: []string{"zhipuai/glm-5"}},

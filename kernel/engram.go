@@ -132,6 +132,18 @@ func EngramGPUBytes(d Deployment) float64 {
 	return rows * e.RowBytes() / float64(tp*edp)
 }
 
+// engramProjBytes is the Engram modules' key/value projection weights on
+// one GPU (its stage's layers; row-parallel over TP, in the attention
+// linears' format): small beside the tables, but always on the GPU.
+func engramProjBytes(d Deployment) float64 {
+	e := d.Model.Engram
+	if e == nil {
+		return 0
+	}
+	per := 2 * float64(d.Model.HiddenSize) * float64(e.EmbedDim()) * d.Model.AttnWeightBytesPerParam / float64(max(1, d.TP))
+	return float64(len(engramStageTables(d))) * per
+}
+
 // EngramHostBytesPerNode is the pinned host memory one node gives the
 // Engram tables of one replica's ranks on it (0 when they are on the GPU):
 // one copy per node with DP shared memory or DP sharding, else one per
@@ -232,4 +244,32 @@ func (c *engramCost) stall(tokens, groupTokens int, gpu time.Duration) time.Dura
 		}
 	}
 	return time.Duration(math.Round(worst * 1e9))
+}
+
+// EngramPlan is one line for --dry-run: where d's Engram tables live,
+// what they take on each GPU and node, and what one token's lookup reads
+// on one GPU (empty without Engram).
+func EngramPlan(d Deployment) string {
+	e := d.Model.Engram
+	if e == nil {
+		return ""
+	}
+	const gib = 1 << 30
+	p := d.engramPlacement()
+	tp, edp := engramShards(d)
+	perToken := float64(len(e.Layers)*e.HashHeads()) * e.RowBytes() / float64(tp*edp)
+	where := "pinned host memory (cpu_offload), rows read over the host link by UVA"
+	if !p.CPUOffload {
+		where = "GPU memory (cpu_offload false)"
+	}
+	onGPU := d
+	onGPU.Engram = &EngramPlacement{DPSharding: p.DPSharding}
+	s := fmt.Sprintf("%.2f GiB of tables (layers %v, %d hash heads each) in %s: %.2f GiB per GPU (%.2f GiB were they on the GPU), %.2f GiB of host memory per node",
+		e.TableBytes()/gib, e.Layers, e.HashHeads(), where, EngramGPUBytes(d)/gib, EngramGPUBytes(onGPU)/gib, EngramHostBytesPerNode(d)/gib)
+	if edp > 1 {
+		s += fmt.Sprintf("; hash heads split over %d node-local DP ranks (enable_engram_dp_sharding)", edp)
+	} else if p.DPSharedMemory {
+		s += "; one shared /dev/shm copy per node (enable_engram_dp_shared_memory)"
+	}
+	return s + fmt.Sprintf("; a token's lookup reads %.0f B per GPU on a side stream before the forward", perToken)
 }

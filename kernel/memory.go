@@ -107,7 +107,7 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	var p MemoryPlan
 	p.TotalBytes = d.Chip.VisibleMemBytes
 	p.BudgetBytes = d.GPUMemoryUtilization * p.TotalBytes
-	p.WeightBytes = s.weightBytes() + EngramGPUBytes(d)
+	p.WeightBytes = s.weightBytes() + EngramGPUBytes(d) + engramProjBytes(d)
 	p.ActivationBytes = s.activationPeak(d, a)
 	p.NonTorchBytes = a.NonTorchBytes
 	p.NCCLBytes = d.Chip.NCCLBytes(d.TP)

@@ -742,6 +742,9 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 				l.Groups, l.GroupSize, sliding, l.Window)
 		}
 	}
+	if e := kernel.EngramPlan(r.Deployment); e != "" {
+		fmt.Fprintf(bw, "Engram: %s\n", e)
+	}
 	fmt.Fprintf(bw, "Step model: %s\n", r.Pricer.Name())
 	if s, ok := r.Pricer.(interface{ Substitutions() []string }); ok {
 		for _, x := range s.Substitutions() {
