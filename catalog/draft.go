@@ -265,14 +265,22 @@ func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
 		}
 		return -1
 	}
-	eh, res := idx("eh_proj"), idx("residual_add")
+	// The decoder layer sits between the fusion of the embedding with the
+	// target's hidden state (DeepSeek-V3's eh_proj; DeepSeek-V4's e_proj
+	// and h_proj, added in eh_add) and the head: after DeepSeek-V3's
+	// residual_add, or from DeepSeek-V4's last mHC post (its streams'
+	// reduction belongs to the head).
+	eh, res, head := idx("eh_proj"), idx("residual_add"), 1
+	if eh < 0 && res < 0 {
+		eh, res, head = idx("eh_add"), idx("hc_post"), 0
+	}
 	if eh < 0 || res < 0 || res < eh {
-		return nil, fmt.Errorf("%s: MTP layer %q lacks eh_proj/residual_add to split its decoder layer from", g.Model, mtp.Name)
+		return nil, fmt.Errorf("%s: MTP layer %q lacks eh_proj/residual_add (or eh_add/hc_post) to split its decoder layer from", g.Model, mtp.Name)
 	}
 	dr := &DSparkDraft{
 		Stage: LayerKind{Name: "dspark_stage", Count: DSparkStages, KVCacheElems: mtp.KVCacheElems,
 			Ops: slices.Clone(ops[eh+1 : res])},
-		Head: slices.Clone(ops[res+1:]),
+		Head: slices.Clone(ops[res+head:]),
 	}
 	for _, op := range ops[:eh] {
 		if op.Kind == OpEmbedding || (op.Kind == OpCollective && op.Name == "embed_tokens.all_reduce") {
@@ -298,6 +306,8 @@ func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
 	var kvDtype string
 	if op := dr.Stage.Op("fused_qkv_a_proj"); op != nil && len(op.Parts) == 2 {
 		kvN, kvDtype = op.Parts[1], op.Dtype // MLA: the kv_lora + rope part
+	} else if op := dr.Stage.Op("fused_wqa_wkv"); op != nil && len(op.Parts) == 2 {
+		kvN, kvDtype = op.Parts[1], op.Dtype // DeepSeek-V4: the single KV head
 	} else if op := dr.Stage.Op("kv_a_proj_with_mqa"); op != nil {
 		kvN, kvDtype = op.N, op.Dtype
 	} else if op := dr.Stage.Op("qkv_proj"); op != nil && len(op.Parts) == 3 {
