@@ -109,6 +109,9 @@ func TestDeriveDSparkDraft(t *testing.T) {
 		// DeepSeek-R1's MTP layer: MLA (kv_lora 512 + rope 64), MoE.
 		{"deepseek-ai/DeepSeek-R1", "input_layernorm", "experts.all_reduce", 576, 129280, ""},
 		{"deepseek-ai/DeepSeek-V3.2", "input_layernorm", "", 576, 129280, ""},
+		// DeepSeek-V4's MTP layer: a sliding-window layer with mHC; the
+		// single 512-wide KV head comes out of fused_wqa_wkv.
+		{"deepseek-ai/DeepSeek-V4.1-Flash", "hc_attn_post_pre", "experts.all_reduce", 512, 129280, ""},
 		{"meta-llama/Llama-3.1-8B-Instruct", "", "", 0, 0, "no MTP layers to size a DSpark stack on; models that have: [Qwen/Qwen3.5-397B-A17B deepseek-ai/DeepSeek-R1 "},
 	} {
 		g, err := LookupGraph(tc.model)
@@ -129,7 +132,7 @@ func TestDeriveDSparkDraft(t *testing.T) {
 		if st.Count != DSparkStages || st.Ops[0].Name != tc.first || (tc.last != "" && st.Ops[len(st.Ops)-1].Name != tc.last) {
 			t.Errorf("%s: stage ×%d from %q to %q", tc.model, st.Count, st.Ops[0].Name, st.Ops[len(st.Ops)-1].Name)
 		}
-		for _, name := range []string{"eh_proj", "enorm", "hnorm", "embed_tokens", "shared_head.head", "residual_add"} {
+		for _, name := range []string{"eh_proj", "e_proj", "h_proj", "eh_add", "hc_post", "hc_head", "enorm", "hnorm", "embed_tokens", "shared_head.head", "residual_add"} {
 			if st.Op(name) != nil {
 				t.Errorf("%s: stage carries the MTP layer's %s", tc.model, name)
 			}

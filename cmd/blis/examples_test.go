@@ -14,16 +14,21 @@ import (
 func TestExamplesRun(t *testing.T) {
 	t.Chdir("../..")
 	files, err := filepath.Glob("examples/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
+	seeds, err2 := filepath.Glob("examples/seeds/*.yaml")
+	if err != nil || err2 != nil || len(files) == 0 || len(seeds) == 0 {
+		t.Fatalf("no examples: %v %v", err, err2)
 	}
+	files = append(files, seeds...)
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+		t.Run(strings.TrimPrefix(f, "examples/"), func(t *testing.T) {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cut := []string{"--num-prompts", "24"}
+			if strings.Contains(string(data), "dataset-name: agentic") {
+				cut = []string{"--agentic-num-sessions", "4"}
+			}
 			if strings.Contains(string(data), "\nstages:") && strings.Contains(string(data), "dataset-name: random") {
 				// Staged random load: --num-prompts conflicts with the stages, so cut those.
 				cut = []string{"--stages", "[{rate: 2, duration: 12}]"}
