@@ -222,6 +222,8 @@ const DSparkTargetLayers = 3
 
 // DSparkDraft is a DSpark stack derived from a target's MTP layer.
 type DSparkDraft struct {
+	// Mirrors is the vLLM module the stack mirrors (srcDSpark).
+	Mirrors string
 	// Embed embeds the block's query tokens (anchor and noise tokens).
 	Embed []Op
 	// Stage is one stage (the MTP layer's decoder layer); Stage.Count is
@@ -278,6 +280,7 @@ func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
 		return nil, fmt.Errorf("%s: MTP layer %q lacks eh_proj/residual_add (or eh_add/hc_post) to split its decoder layer from", g.Model, mtp.Name)
 	}
 	dr := &DSparkDraft{
+		Mirrors: srcDSpark,
 		Stage: LayerKind{Name: "dspark_stage", Count: DSparkStages, KVCacheElems: mtp.KVCacheElems,
 			Ops: slices.Clone(ops[eh+1 : res])},
 		Head: slices.Clone(ops[res+head:]),
