@@ -264,16 +264,70 @@ func dsv4Kind(lk *catalog.LayerKind) bool {
 	return a != nil && (a.Kind == catalog.AttnDSV4SWA || a.Kind == catalog.AttnDSV4CSA || a.Kind == catalog.AttnDSV4HCA)
 }
 
-// dsv4Term resolves a DeepSeek-V4 attention op for the fitted pricer: no
-// law is fitted on the DeepSeek-V4 attention tables yet, so the kernel is
-// priced with the roofline's work (dsv4Attn for one layer of the op's
-// kind, at the roofline's attention efficiency of the BF16 peak and the
-// chip's streaming bandwidth, whichever bounds), and the substitution is
-// recorded. It reports false for any other op.
+// dsv4ModuleLaws are the fitted DeepSeek-V4 attention-module laws of one
+// layer kind (catalog dsv4_attention_decode / dsv4_attention_prefill).
+type dsv4ModuleLaws struct{ dec, pre *catalog.DSV4AttnLaw }
+
+// dsv4Laws looks up the module laws for attention a, or nil when the
+// chip's coefficients have none for the checkpoint. The law's kind is the
+// layer's: CSA (compress ratio 4) its own, HCA and sliding-window-only
+// layers (ratio 0) the HCA law, whose shape then has CompressRatio 0 (no
+// compressor, no compressed entries: docs/calibration.md). The laws are
+// fitted on fp8 block-scaled projections; the KV cache they read is
+// always fp8_ds_mla (DeepSeek-V4's cache whatever --kv-cache-dtype, as
+// the memory plan sizes it), so the KV dtype looked up is fp8.
+func (r *resolver) dsv4Laws(a *catalog.Attention) *dsv4ModuleLaws {
+	if a == nil {
+		return nil
+	}
+	kind := "hca"
+	if a.Kind == catalog.AttnDSV4CSA {
+		kind = "csa"
+	}
+	gd := "bfloat16"
+	if r.d.Model.WeightBlock > 0 {
+		gd = "fp8_block"
+	}
+	dec, err := r.co.DSV4DecodeFor(kind, gd, "fp8")
+	if err != nil {
+		return nil
+	}
+	pre, err := r.co.DSV4PrefillFor(kind, gd, "fp8")
+	if err != nil {
+		return nil
+	}
+	return &dsv4ModuleLaws{dec: dec, pre: pre}
+}
+
+// dsv4ModuleShape is attention a's module on one of the deployment's TP
+// ranks: query heads and output groups split by TP, the rest replicated.
+func dsv4ModuleShape(d Deployment, a *catalog.Attention) DSV4Shape {
+	m := d.Model
+	tp := float64(max(d.TP, 1))
+	return DSV4Shape{Hidden: float64(m.HiddenSize), Heads: float64(a.Heads) / tp, HeadDim: float64(a.HeadDim),
+		QLoraRank: float64(m.QLoraRank), OLoraRank: float64(m.OLoraRank), OGroups: float64(m.OGroups) / tp,
+		IndexHeads: float64(a.IndexHeads), IndexHeadDim: float64(a.IndexHeadDim), TopK: float64(a.IndexTopK),
+		Window: float64(a.Window), CompressRatio: float64(a.CompressRatio)}
+}
+
+// dsv4Term resolves a DeepSeek-V4 attention op for the fitted pricer: the
+// whole attention module of one layer, priced by the module laws of its
+// kind (termDSV4Mod; resolveTerms then skips the module's other
+// operators). Where the chip has no law for the checkpoint, the kernel is
+// priced with the roofline's work instead (dsv4Attn for one layer of the
+// op's kind, at the roofline's attention efficiency of the BF16 peak and
+// the chip's streaming bandwidth, whichever bounds), the module's other
+// operators one by one, and the substitution is recorded. It reports
+// false for any other op.
 func (r *resolver) dsv4Term(op catalog.Op, t *term) bool {
 	a := op.Attn
 	if a == nil || (a.Kind != catalog.AttnDSV4SWA && a.Kind != catalog.AttnDSV4CSA && a.Kind != catalog.AttnDSV4HCA) {
 		return false
+	}
+	if laws := r.dsv4Laws(a); laws != nil {
+		t.kind, t.v4Dec, t.v4Pre, t.v4 = termDSV4Mod, laws.dec, laws.pre, dsv4ModuleShape(r.d, a)
+		t.name += " (" + a.Kind + " module, " + laws.dec.Kind + " law)"
+		return true
 	}
 	one := newDSV4Attn(r.d)
 	one.nSWA, one.nCSA, one.nHCA = 0, 0, 0
@@ -300,9 +354,70 @@ func (r *resolver) dsv4Term(op catalog.Op, t *term) bool {
 	}
 	t.kind, t.dsv4, t.rate = termDSV4, one, r.d.Chip.BF16FLOPS*ra.AttnEfficiency
 	t.name += " (" + a.Kind + ")"
-	r.sub("attention %s: no DeepSeek-V4 attention-module law on %s; the kernel is priced with the roofline (FLOPs at %.0f%% of the BF16 peak, or bytes at the streaming bandwidth) and the module's other operators one by one",
+	r.sub("attention %s: no DeepSeek-V4 attention-module law on %s for these weights (fitted: fp8_block projections); the kernel is priced with the roofline (FLOPs at %.0f%% of the BF16 peak, or bytes at the streaming bandwidth) and the module's other operators one by one",
 		a.Kind, r.d.Chip.Name, 100*ra.AttnEfficiency)
 	return true
+}
+
+// dsv4ModuleTime is one layer's attention module for a step: nDec decode
+// rows over decodeCtx context tokens in all (each counting its new token),
+// nPre prefill rows adding pre tokens with pairs causal pairs onto
+// prefillCtx cached tokens. Decode and prefill are priced as two module
+// calls and summed, as the DSA term does. A step whose prefill rows each
+// schedule one token runs them on vLLM's DeepSeek-V4 decode path (the
+// module tables' one-token prefill rows equal their decode rows), so they
+// join the decode rows; from the step's sums a mix of one-token and longer
+// prefill rows cannot be told apart and is priced by the prefill law.
+// Speculative decode rows count as one row each, as the MLA and DSA terms
+// count them (NumDecode, not DecodeTokens).
+func dsv4ModuleTime(dec, pre *catalog.DSV4AttnLaw, s DSV4Shape, nDec, decodeCtx, nPre, preTokens, pairs, prefillCtx float64) float64 {
+	if nPre > 0 && preTokens == nPre {
+		nDec, decodeCtx = nDec+nPre, decodeCtx+prefillCtx+preTokens
+		nPre = 0
+	}
+	var t float64
+	if nDec > 0 {
+		k, ix := s.DecodeReads(nDec, decodeCtx)
+		t += DSV4DecodeTime(dec, s, nDec, k, ix)
+	}
+	if nPre > 0 {
+		ap, ip, e := s.PrefillReadsFromPairs(preTokens, pairs, prefillCtx+preTokens)
+		t += DSV4PrefillTime(pre, s, preTokens, ap, ip, e)
+	}
+	return t
+}
+
+// mhcTerm resolves DeepSeek-V4's mHC operators for the fitted pricer.
+// The graph fuses the previous block's post with the next block's pre
+// (hc_attn_post_pre, hc_ffn_post_pre: two sites a layer) and adds the
+// last layer's post after the stack (hc_post); vLLM runs a pre and a post
+// call per site (mhc_pre_tilelang, mhc_post_tilelang), so each fused op is
+// priced as one pre and one post over all the step's tokens (MHCTime),
+// which already counts the last layer's post: hc_post is skipped. With no
+// mHC law on the chip the ops stay memory-bound elementwise ops and the
+// substitution is recorded. handled: t is an mHC term; skip: add nothing.
+func (r *resolver) mhcTerm(op catalog.Op, t *term) (handled, skip bool) {
+	m := r.d.Model
+	if m.HCMult < 1 || (op.Name != "hc_attn_post_pre" && op.Name != "hc_ffn_post_pre" && op.Name != "hc_post") {
+		return false, false
+	}
+	pre, err := r.co.MHCFor("pre")
+	if err != nil {
+		r.sub("mhc: no mHC law on %s; the fused post+pre kernels are priced as memory-bound elementwise operators", r.d.Chip.Name)
+		return false, false
+	}
+	post, err := r.co.MHCFor("post")
+	if err != nil {
+		r.sub("mhc: no mHC law on %s; the fused post+pre kernels are priced as memory-bound elementwise operators", r.d.Chip.Name)
+		return false, false
+	}
+	if op.Name == "hc_post" {
+		return false, true
+	}
+	t.kind, t.mhcPre, t.mhcPost = termMHC, pre, post
+	t.n, t.k = float64(m.HiddenSize), float64(m.HCMult)
+	t.name += " (mHC pre + post laws)"
+	return true, false
 }
 
 // dsv4KVNote says what the DeepSeek-V4 layout holds, for the memory plan.

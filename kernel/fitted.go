@@ -64,8 +64,10 @@ const (
 	termMoE
 	termElementwise
 	termComm
-	termGDN  // a Gated DeltaNet kernel (mamba.go)
-	termDSV4 // DeepSeek-V4 attention kernel, priced with the roofline (no fitted law yet)
+	termGDN     // a Gated DeltaNet kernel (mamba.go)
+	termDSV4    // DeepSeek-V4 attention kernel, priced with the roofline (no module law for the checkpoint's dtypes)
+	termDSV4Mod // DeepSeek-V4 attention module, priced by its fitted laws (dsv4laws.go)
+	termMHC     // DeepSeek-V4 mHC site: one pre and one post call (MHCTime)
 )
 
 // term is one operator of the graph, resolved against the deployment and
@@ -94,10 +96,15 @@ type term struct {
 	bytes   float64 // elementwise: bytes per token; comm: message bytes per token
 	lnBytes float64 // comm: ln bytes
 	comm    *commCurve
-	commBig *commCurve // NCCL, for all-reduces above the custom kernel's limit
-	gdn     gdnTerm    // termGDN
-	dsv4    *dsv4Attn  // termDSV4: the kernel's work for one layer of its kind
-	rate    float64    // termDSV4: attention FLOP/s
+	commBig *commCurve           // NCCL, for all-reduces above the custom kernel's limit
+	gdn     gdnTerm              // termGDN
+	dsv4    *dsv4Attn            // termDSV4: the kernel's work for one layer of its kind
+	rate    float64              // termDSV4: attention FLOP/s
+	v4Dec   *catalog.DSV4AttnLaw // termDSV4Mod
+	v4Pre   *catalog.DSV4AttnLaw
+	v4      DSV4Shape
+	mhcPre  *catalog.MHCLaw // termMHC: n is the hidden size, k hc_mult
+	mhcPost *catalog.MHCLaw
 }
 
 // fitted is the "fitted-v1" step pricer: the model's operator graph
@@ -285,9 +292,10 @@ func resolveTerms(d Deployment, co *catalog.Coefficients, f *fitted, embed []cat
 			// module (projections, norms, RoPE, the indexer, attention,
 			// o_proj): its other operators are in the attention term's
 			// price already.
-			// DeepSeek-V4's module has no fitted law yet: its operators
-			// are priced one by one beside the kernel (termDSV4).
-			if lk.InAttentionModule(&lk.Ops[j]) && !dsv4Kind(lk) {
+			// So are DeepSeek-V4's, when its module laws cover the
+			// checkpoint (dsv4Laws); else its operators are priced one
+			// by one beside the roofline's kernel (termDSV4).
+			if lk.InAttentionModule(&lk.Ops[j]) && (!dsv4Kind(lk) || r.dsv4Laws(lk.Attention()) != nil) {
 				continue
 			}
 			r.add(lk.Ops[j], float64(counts[i]))
@@ -777,6 +785,11 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			return
 		}
 	case catalog.OpElementwise, catalog.OpEmbedding:
+		if handled, skip := r.mhcTerm(op, &t); skip {
+			return
+		} else if handled {
+			break
+		}
 		t.kind = termElementwise
 		t.bytes = op.BytesPerToken
 		if op.Shard == catalog.ShardSplit || op.Shard == catalog.ShardColumn {
@@ -1078,6 +1091,10 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 		case termDSV4:
 			fl, by := t.dsv4.work(nDec, decodeCtx, pre, pairs, nPre, prefillCtx)
 			compute += t.count * math.Max(fl/t.rate, by/f.memBW)
+		case termDSV4Mod:
+			compute += t.count * dsv4ModuleTime(t.v4Dec, t.v4Pre, t.v4, nDec, decodeCtx, nPre, pre, pairs, prefillCtx)
+		case termMHC:
+			memory += t.count * (MHCTime(t.mhcPre, m, t.n, t.k) + MHCTime(t.mhcPost, m, t.n, t.k))
 		case termMoE:
 			sh := t.moeSh
 			sh.Tokens = m
