@@ -1013,6 +1013,16 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 	decodeCtx, prefillCtx := float64(max(b.DecodeContext, 0)), float64(max(b.PrefillContext, 0))
 	pairs := math.Max(b.PrefillAttnPairs, 0)
 	nDec, nPre := float64(max(b.NumDecode, 0)), float64(max(b.NumPrefill, 0))
+	// With speculative decoding a decode row verifies 1 + s query tokens
+	// (DecodeTokens > NumDecode). The module laws (MLA, DSA, DeepSeek-V4)
+	// include the projections, so they take every query token as a row;
+	// per-query cache reads (DSA's top-k and indexer, DeepSeek-V4's window
+	// and compressed entries) scale with the queries (ctxQ), while MLA's
+	// latent is read once per request (FlashMLA with s_q > 1).
+	qDec, ctxQ := nDec, decodeCtx
+	if nDec > 0 && dec > nDec {
+		qDec, ctxQ = dec, decodeCtx*dec/nDec
+	}
 
 	// ln m of the five row sets, for the residual grids and collectives.
 	// Only the row sets some term reads ln m of (needLn) pay for a log.
@@ -1070,7 +1080,7 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 		case termMLA:
 			var s float64
 			if nDec > 0 {
-				s += MLADecodeTime(t.mlaDec, t.mla, nDec, decodeCtx)
+				s += MLADecodeTime(t.mlaDec, t.mla, qDec, decodeCtx)
 			}
 			if nPre > 0 {
 				s += MLAPrefillTime(t.mlaPre, t.mla, pre, pairs)
@@ -1082,7 +1092,7 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 			// context is on the same side of TopK (as windows are priced).
 			var s float64
 			if nDec > 0 {
-				s += DSADecodeTime(t.mlaDec, t.dsa, nDec, decodeCtx, math.Min(decodeCtx, nDec*t.dsa.TopK))
+				s += DSADecodeTime(t.mlaDec, t.dsa, qDec, ctxQ, math.Min(ctxQ, qDec*t.dsa.TopK))
 			}
 			if nPre > 0 {
 				s += DSAPrefillTime(t.mlaPre, t.dsa, pre, math.Min(pairs, pre*t.dsa.TopK), pairs)
@@ -1092,7 +1102,7 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 			fl, by := t.dsv4.work(nDec, decodeCtx, pre, pairs, nPre, prefillCtx)
 			compute += t.count * math.Max(fl/t.rate, by/f.memBW)
 		case termDSV4Mod:
-			compute += t.count * dsv4ModuleTime(t.v4Dec, t.v4Pre, t.v4, nDec, decodeCtx, nPre, pre, pairs, prefillCtx)
+			compute += t.count * dsv4ModuleTime(t.v4Dec, t.v4Pre, t.v4, qDec, ctxQ, nPre, pre, pairs, prefillCtx)
 		case termMHC:
 			memory += t.count * (MHCTime(t.mhcPre, m, t.n, t.k) + MHCTime(t.mhcPost, m, t.n, t.k))
 		case termMoE:

@@ -653,3 +653,33 @@ func TestSpecDSparkGraphs(t *testing.T) {
 		}
 	}
 }
+
+// The module laws (MLA, DSA, DeepSeek-V4) price a verify row's every query
+// token: their projections run for each, so a step verifying 3 drafts per
+// row costs the attention module more than one token per row does.
+func TestSpecModuleLawsCountVerifyTokens(t *testing.T) {
+	for _, model := range []string{"deepseek-r1", "deepseek-v3.2", "deepseek-v4-flash"} {
+		t.Run(model, func(t *testing.T) {
+			d := deploy(t, model, "h200", 8)
+			d.Spec = Speculation{Method: "mtp", NumTokens: 3}
+			p, err := NewFitted(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attn := func(b Batch) time.Duration {
+				var sum time.Duration
+				for _, o := range p.(Explainer).Explain(&b) {
+					if strings.HasPrefix(o.Name, "attn") {
+						sum += o.Time
+					}
+				}
+				return sum
+			}
+			one := Batch{NumDecode: 32, DecodeTokens: 32, DecodeContext: 32 * 2000, Sampled: 32}
+			spec := Batch{NumDecode: 32, DecodeTokens: 128, DecodeContext: 32 * 2000, Sampled: 32, SpecRows: 32, SpecTokens: 96}
+			if a, b := attn(one), attn(spec); b <= a {
+				t.Errorf("attention module %v verifying 3 drafts a row, %v without: want more", b, a)
+			}
+		})
+	}
+}
