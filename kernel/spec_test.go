@@ -669,7 +669,7 @@ func TestSpecModuleLawsCountVerifyTokens(t *testing.T) {
 			attn := func(b Batch) time.Duration {
 				var sum time.Duration
 				for _, o := range p.(Explainer).Explain(&b) {
-					if strings.HasPrefix(o.Name, "attn") {
+					if o.Name == "attn" || strings.HasPrefix(o.Name, "attn (") {
 						sum += o.Time
 					}
 				}
