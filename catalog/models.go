@@ -125,6 +125,10 @@ var modelTable = []modelEntry{
 	{dir: "deepseek-ai--DeepSeek-V4-Flash", origin: originAIC, aliases: []string{"deepseek-v4-flash"}},
 	{dir: "deepseek-ai--DeepSeek-V4-Pro", origin: originAIC, aliases: []string{"deepseek-v4-pro"}},
 	{dir: "sgl-project--DeepSeek-V4-Flash-FP8", origin: originAIC, aliases: []string{"deepseek-v4-flash-fp8"}},
+	// NVIDIA's ModelOpt re-quantization of V4-Flash: the decoder layers'
+	// routed experts NVFP4, everything else as in V4-Flash (fp8 blocks,
+	// MXFP4 MTP experts); vLLM serves it with DeepseekV4FP8Config.
+	{dir: "nvidia--DeepSeek-V4-Flash-NVFP4", origin: originAIC, aliases: []string{"deepseek-v4-flash-nvfp4"}},
 	// zhipuai/ is the organisation's former Hugging Face name, which
 	// benchmark dumps still use (InferenceX's GLM-5 rows).
 	{dir: "zai-org--GLM-5", origin: originAIC, aliases: []string{"zhipuai/glm-5"}},
