@@ -108,3 +108,25 @@ func TestDSV4FlashNVFP4(t *testing.T) {
 		}
 	}
 }
+
+// moe_quant_algo is read as DeepseekV4FP8Config reads it: upper-cased,
+// NVFP4 selects NVFP4 experts, anything else leaves them MXFP4; a value
+// that is not a string is an error naming the key.
+func TestDSV4MoEQuantAlgo(t *testing.T) {
+	q := func(algo any) map[string]any {
+		return map[string]any{"quantization_config": map[string]any{"quant_method": "fp8", "activation_scheme": "dynamic",
+			"fmt": "e4m3", "scale_fmt": "ue8m0", "weight_block_size": []int{128, 128}, "moe_quant_algo": algo}}
+	}
+	for algo, want := range map[string]string{"NVFP4": "nvfp4", "nvfp4": "nvfp4", "MXFP4": "fp4", "": "fp4"} {
+		m, err := ParseConfig("v4.json", dsv4Config(t, q(algo)))
+		if err != nil {
+			t.Errorf("moe_quant_algo %q: %v", algo, err)
+		} else if m.ExpertDtype != want {
+			t.Errorf("moe_quant_algo %q: experts %q, want %q", algo, m.ExpertDtype, want)
+		}
+	}
+	_, err := ParseConfig("v4.json", dsv4Config(t, q(4)))
+	if err == nil || !strings.Contains(err.Error(), "moe_quant_algo") || !strings.Contains(err.Error(), "v4.json") {
+		t.Errorf("numeric moe_quant_algo: %v", err)
+	}
+}
