@@ -489,6 +489,7 @@ func (c cfg) parse(m *Model) error {
 	m.WeightBytesPerParam = m.DtypeBytes
 	m.AttnWeightBytesPerParam = m.DtypeBytes
 	m.DenseWeightBytesPerParam = m.DtypeBytes
+	m.AttnWeightDtype, m.DenseWeightDtype = m.Dtype, m.Dtype
 
 	if err := c.parseAttention(m); err != nil {
 		return err
@@ -972,12 +973,15 @@ func (q cfg) applyQuantization(m *Model) error {
 	if err != nil {
 		return err
 	}
-	// ModelOpt writes its hf_quant_config fields into config.json, without
-	// a quant_method or (DeepSeek-V4-Flash-NVFP4) under another one; its
-	// producer block and quant_algo identify it, as they do to vLLM's
-	// ModelOpt configs (vllm/model_executor/layers/quantization/modelopt.py
-	// override_quantization_method).
-	if _, algo := q.get("quant_algo"); algo && (!hasMethod || q.producer() == "modelopt") {
+	// ModelOpt writes its hf_quant_config fields into config.json, some
+	// exports without a quant_method; quant_algo then identifies it. Under
+	// another quant_method the ModelOpt fields do not decide: vLLM's
+	// ModelOpt configs claim a checkpoint only when quant_method starts
+	// with "modelopt" (vllm/model_executor/layers/quantization/modelopt.py
+	// _extract_modelopt_quant_algo), so NVIDIA's DeepSeek-V4-Flash-NVFP4,
+	// whose config.json carries them under quant_method fp8, is served by
+	// the fp8 method's DeepSeek-V4 override (applyDSV4ExpertDtype).
+	if _, algo := q.get("quant_algo"); algo && !hasMethod {
 		return q.applyModelOpt(m, "ignore", "exclude_modules")
 	}
 	if !hasMethod {
@@ -1030,16 +1034,6 @@ func (q cfg) applyQuantization(m *Model) error {
 		return q.errf("quant_method", "unsupported %q (supported: %s)", method, supportedQuant)
 	}
 	return nil
-}
-
-// producer is the producer.name of a ModelOpt export ("" when absent).
-func (q cfg) producer() string {
-	p, ok, err := q.object("producer")
-	if err != nil || !ok {
-		return ""
-	}
-	name, _, _ := p.str("name")
-	return strings.ToLower(name)
 }
 
 // groupSize reads a group_size where -1 (or absent) means one scale per
@@ -1315,11 +1309,12 @@ func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
 	m.setQuant("modelopt", main.dtype, main.bpp, excl)
 	m.ActDtype, m.WeightGroup = main.act, main.group
 	m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = m.DtypeBytes, m.DtypeBytes
+	m.AttnWeightDtype, m.DenseWeightDtype = m.Dtype, m.Dtype
 	if attn != nil && !excl.attn {
-		m.AttnWeightBytesPerParam = attn.bpp
+		m.AttnWeightBytesPerParam, m.AttnWeightDtype = attn.bpp, attn.dtype
 	}
 	if dense != nil && !excl.dense && !excl.shared {
-		m.DenseWeightBytesPerParam = dense.bpp
+		m.DenseWeightBytesPerParam, m.DenseWeightDtype = dense.bpp, dense.dtype
 	}
 	if experts == nil && dense != nil && m.NumExperts > 0 {
 		m.WeightBytesPerParam = m.DtypeBytes // routed experts unlisted: unquantized
@@ -1527,11 +1522,12 @@ func (q cfg) exclusions(keys ...string) (exclusions, error) {
 func (m *Model) setQuant(method, dtype string, bpp float64, e exclusions) {
 	m.QuantMethod, m.WeightDtype, m.WeightBytesPerParam = method, dtype, bpp
 	m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = bpp, bpp
+	m.AttnWeightDtype, m.DenseWeightDtype = dtype, dtype
 	if e.attn {
-		m.AttnWeightBytesPerParam = m.DtypeBytes
+		m.AttnWeightBytesPerParam, m.AttnWeightDtype = m.DtypeBytes, m.Dtype
 	}
 	if e.dense || e.shared {
-		m.DenseWeightBytesPerParam = m.DtypeBytes
+		m.DenseWeightBytesPerParam, m.DenseWeightDtype = m.DtypeBytes, m.Dtype
 	}
 }
 

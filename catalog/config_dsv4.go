@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"math"
+	"strings"
 )
 
 // archDSV4 is DeepSeek-V4's architectures[0].
@@ -109,8 +110,12 @@ func (c cfg) parseDSV4(m *Model) error {
 // applyDSV4ExpertDtype applies expert_dtype after the quantization_config:
 // vLLM's DeepseekV4FP8Config keeps the fp8 128×128-block linears and, with
 // expert_dtype fp4, loads the routed experts as MXFP4 (packed E2M1 with one
-// ue8m0 scale per 32 values). Without the key the experts are in the
-// linears' format.
+// ue8m0 scale per 32 values), or, when the quantization_config's
+// moe_quant_algo is NVFP4 (NVIDIA's DeepSeek-V4-Flash-NVFP4), the decoder
+// layers' routed experts as ModelOpt NVFP4 (E2M1 with one E4M3 scale per
+// 16, run by ModelOptNvFp4FusedMoE) while the MTP layer's stay MXFP4
+// (vllm/models/deepseek_v4/quant_config.py@e95bf0df _uses_nvfp4_experts).
+// Without the key the experts are in the linears' format.
 func (c cfg) applyDSV4ExpertDtype(m *Model) error {
 	dt, ok, err := c.str("expert_dtype")
 	if err != nil {
@@ -135,6 +140,14 @@ func (c cfg) applyDSV4ExpertDtype(m *Model) error {
 			// e8m0 (one byte), not float32 (is_scale_e8m0).
 			bpp := bytesFP8 + 1/float64(m.WeightBlock*m.WeightBlock)
 			m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = bpp, bpp
+		}
+		algo, err := c.dsv4MoEQuantAlgo()
+		if err != nil {
+			return err
+		}
+		if algo == "NVFP4" {
+			m.ExpertDtype, m.WeightBytesPerParam = "nvfp4", bytesNVFP4
+			m.QuantScheme += ", routed experts W4A4 nvfp4 g16 (ModelOpt; MTP experts mxfp4)"
 		}
 	case dt == "fp8":
 		if m.QuantMethod != "fp8" {
@@ -162,4 +175,16 @@ func (c cfg) reqPosFloat(key string) (float64, error) {
 		return 0, c.errf(key, "%s is not a finite number above zero", n.String())
 	}
 	return f, nil
+}
+
+// dsv4MoEQuantAlgo is the quantization_config's moe_quant_algo, upper
+// case ("" when absent). DeepseekV4FP8Config only tests it for NVFP4;
+// any other value leaves the fp4 experts MXFP4.
+func (c cfg) dsv4MoEQuantAlgo() (string, error) {
+	q, ok, err := c.object("quantization_config")
+	if err != nil || !ok {
+		return "", err
+	}
+	algo, _, err := q.str("moe_quant_algo")
+	return strings.ToUpper(algo), err
 }

@@ -614,8 +614,8 @@ func DeriveGraph(m *Model) (*Graph, error) {
 	if b.b <= 0 {
 		b.b = 2
 	}
-	b.attnDt = b.weightDtype(m.AttnWeightBytesPerParam)
-	b.denseDt = b.weightDtype(m.DenseWeightBytesPerParam)
+	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	b.denseDt = b.partDtype(m.DenseWeightDtype, m.DenseWeightBytesPerParam)
 	b.expertDt = b.weightDtype(m.WeightBytesPerParam)
 
 	g := &Graph{
@@ -738,12 +738,28 @@ func DeriveGraph(m *Model) (*Graph, error) {
 // (vllm/model_executor/layers/vocab_parallel_embedding.py).
 const vocabPaddingSize = 64
 
-// weightDtype names the dtype of GEMM weights stored in bpp bytes per parameter.
+// weightDtype names the dtype of the routed experts' (or, in a dense
+// model, the MLPs') GEMM weights stored in bpp bytes per parameter:
+// WeightDtype is theirs.
 func (b *builder) weightDtype(bpp float64) string {
 	if bpp >= b.m.DtypeBytes {
 		return b.act
 	}
 	return b.m.WeightDtype
+}
+
+// partDtype names the dtype of one part's GEMM weights (attention, dense
+// MLP / shared experts): the part's own format, which in a mixed-precision
+// checkpoint differs from the experts'. A Model built without part formats
+// (a literal in a test) falls back to the bytes-per-parameter rule.
+func (b *builder) partDtype(dtype string, bpp float64) string {
+	if dtype == "" {
+		return b.weightDtype(bpp)
+	}
+	if bpp >= b.m.DtypeBytes {
+		return b.act
+	}
+	return shortDtype(dtype)
 }
 
 func (b *builder) bytes(elems int) float64 { return float64(elems) * b.b }
@@ -1295,11 +1311,9 @@ func (e *UnsupportedModelError) Error() string {
 // unsupportedModels are the published configs the catalog knows of but
 // cannot represent yet (models/PROVENANCE.md, "Configs ... that are not
 // embedded").
-var unsupportedModels = []UnsupportedModel{
-	{ID: "nvidia/DeepSeek-V4-Flash-NVFP4", Aliases: []string{"deepseek-v4-flash-nvfp4"},
-		Short:   "mixed-precision NVFP4 quantization",
-		Missing: "DeepSeek-V4-Flash with NVIDIA ModelOpt's mixed-precision NVFP4 quantization (per-layer formats in hf_quant_config.json), which the catalog does not parse"},
-}
+// None at present; the lookups and `blis catalog list` still honour
+// entries added here.
+var unsupportedModels []UnsupportedModel
 
 // UnsupportedModels lists the known models the catalog cannot represent,
 // sorted by id.

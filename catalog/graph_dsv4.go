@@ -66,11 +66,14 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	if b.b <= 0 {
 		b.b = 2
 	}
-	b.attnDt = b.weightDtype(m.AttnWeightBytesPerParam)
+	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
 	b.denseDt = b.attnDt
 	b.expertDt = b.attnDt
-	if m.ExpertDtype == "fp4" {
+	switch m.ExpertDtype {
+	case "fp4":
 		b.expertDt = "mxfp4"
+	case "nvfp4":
+		b.expertDt = "nvfp4"
 	}
 	H, hc := b.H, m.HCMult
 	g := &Graph{
@@ -303,6 +306,13 @@ func (b *builder) dsv4MTP() *Draft {
 		// keeps the weight's shape (its FLOPs are priced for one stream).
 		gemm("h_proj", H, H, b.attnDt, ShardReplicated),
 		elementwise("eh_add", b.bytes((2*hc+1)*H), ShardReplicated))
+	if m.ExpertDtype == "nvfp4" {
+		// NVFP4 checkpoints quantize the decoder layers' experts only; the
+		// MTP layer's stay MXFP4 (DeepseekV4FP8Config._uses_nvfp4_experts).
+		dt := b.expertDt
+		b.expertDt = "mxfp4"
+		defer func() { b.expertDt = dt }()
+	}
 	ops = append(ops, b.dsv4LayerOps(0, false)...)
 	ops = append(ops, elementwise("hc_post", b.bytes((1+2*hc)*H), ShardReplicated))
 	ops = append(ops, b.dsv4HCHead()...)

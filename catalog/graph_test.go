@@ -508,9 +508,15 @@ func TestLookupGraphTwinAndUnsupported(t *testing.T) {
 	if g.Model != "meta-llama/Llama-3.3-70B-Instruct" || g.NumLayers() != 80 {
 		t.Errorf("Llama-3.3 twin graph: model %s, %d layers", g.Model, g.NumLayers())
 	}
+	// The list is empty today; the lookups are tested on a stand-in entry.
+	saved := unsupportedModels
+	t.Cleanup(func() { unsupportedModels = saved })
+	unsupportedModels = append(saved, UnsupportedModel{ID: "example/Unparsed-Model", Aliases: []string{"unparsed-alias"},
+		Short: "an unparsed quantization", Missing: "an example quantization format the catalog does not parse"})
 	for _, tc := range []struct{ name, want string }{
-		{"nvidia/DeepSeek-V4-Flash-NVFP4", "mixed-precision NVFP4"},
-		{"deepseek-v4-flash-nvfp4", "ModelOpt"},
+		{"example/Unparsed-Model", "example quantization format"},
+		{"unparsed-alias", "does not parse"},
+		{"EXAMPLE--Unparsed-Model", "example quantization"},
 	} {
 		for _, lookup := range []func(string) error{
 			func(n string) error { _, err := LookupModel(n); return err },

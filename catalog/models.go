@@ -130,6 +130,10 @@ var modelTable = []modelEntry{
 	// published Engram block (models/PROVENANCE.md, "Written configs").
 	{dir: "deepseek-ai--DeepSeek-V4.1-Flash", aliases: []string{"deepseek-v4.1-flash", "dsv41-flash"},
 		written: "deepseek-ai/DeepSeek-V4-Flash's config.json (" + originAIC + ") and the engram_* keys of DeepSeek-V4.1-Flash's text_config as public code quotes them (ROCm/ATOM's Engram tests, vLLM's Engram docs): V4-Flash's backbone, not V4.1's"},
+	// NVIDIA's ModelOpt re-quantization of V4-Flash: the decoder layers'
+	// routed experts NVFP4, everything else as in V4-Flash (fp8 blocks,
+	// MXFP4 MTP experts); vLLM serves it with DeepseekV4FP8Config.
+	{dir: "nvidia--DeepSeek-V4-Flash-NVFP4", origin: originAIC, aliases: []string{"deepseek-v4-flash-nvfp4"}},
 	// zhipuai/ is the organisation's former Hugging Face name, which
 	// benchmark dumps still use (InferenceX's GLM-5 rows).
 	{dir: "zai-org--GLM-5", origin: originAIC, aliases: []string{"zhipuai/glm-5"}},

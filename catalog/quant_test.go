@@ -79,10 +79,12 @@ func TestParseQuantFormats(t *testing.T) {
 			"quantized_layers": {"model.layers.0.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16}, "model.layers.1.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16},
 				"model.layers.0.self_attn.qkv_proj": {"quant_algo": "FP8"}, "lm_head": {"quant_algo": "FP8"}}}`,
 			"modelopt", "nvfp4", "nvfp4", 0.5 + 1.0/16, 1, 2, 16, 0, "mixed (ModelOpt): experts nvfp4, attention fp8, dense/shared unquantized"},
-		// DeepSeek-V4-Flash-NVFP4's config.json: ModelOpt's fields under quant_method fp8.
-		{"modelopt producer under another quant_method", `{"quant_method": "fp8", "producer": {"name": "modelopt"}, "quant_algo": "MIXED_PRECISION",
+		// ModelOpt's fields under quant_method fp8 (as DeepSeek-V4-Flash-NVFP4's
+		// config.json has them): vLLM's ModelOpt configs claim only a
+		// quant_method starting with "modelopt", so Fp8Config serves it.
+		{"modelopt fields under quant_method fp8", `{"quant_method": "fp8", "producer": {"name": "modelopt"}, "quant_algo": "MIXED_PRECISION",
 			"ignore": ["*.attn.*", "*.ffn.shared_experts.*", "head"], "quantized_layers": {"layers.0.ffn.experts": {"quant_algo": "NVFP4", "group_size": 16}}}`,
-			"modelopt", "nvfp4", "nvfp4", 0.5 + 1.0/16, 2, 2, 16, 0, "mixed (ModelOpt): experts nvfp4, attention unquantized, dense/shared unquantized"},
+			"fp8", "fp8", "fp8", 1, 1, 1, 0, 0, "W8A8 fp8 per-tensor"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +105,21 @@ func TestParseQuantFormats(t *testing.T) {
 			if m.WeightBytesPerParam != tt.bpp || m.AttnWeightBytesPerParam != tt.attnBpp || m.DenseWeightBytesPerParam != tt.denseBpp {
 				t.Errorf("bytes per parameter: experts %g attention %g dense %g, want %g %g %g",
 					m.WeightBytesPerParam, m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam, tt.bpp, tt.attnBpp, tt.denseBpp)
+			}
+			// Each part's format: the quantized format where the part has
+			// the quantized bytes, the model dtype where it stays unquantized,
+			// and in the mixed case the format its quantized_layers name.
+			wantPart := func(bpp float64) string {
+				if bpp >= m.DtypeBytes {
+					return m.Dtype
+				}
+				if strings.HasPrefix(tt.scheme, "mixed") {
+					return "fp8" // the mixed rows quantize attention in FP8
+				}
+				return tt.dtype
+			}
+			if m.AttnWeightDtype != wantPart(tt.attnBpp) || m.DenseWeightDtype != wantPart(tt.denseBpp) {
+				t.Errorf("part formats: attention %q dense %q, want %q %q", m.AttnWeightDtype, m.DenseWeightDtype, wantPart(tt.attnBpp), wantPart(tt.denseBpp))
 			}
 		})
 	}

@@ -42,6 +42,12 @@ type Model struct {
 	AttnWeightBytesPerParam float64
 	// DenseWeightBytesPerParam is for dense-MLP layers and shared experts.
 	DenseWeightBytesPerParam float64
+	// AttnWeightDtype and DenseWeightDtype name the formats of those two
+	// parts in WeightDtype's vocabulary (Dtype where the part is left
+	// unquantized). A mixed-precision checkpoint stores each part in its
+	// own format (NVIDIA's DeepSeek-V4-Flash-NVFP4: fp8 blocks for both,
+	// nvfp4 routed experts), which its graph's GEMM labels must carry.
+	AttnWeightDtype, DenseWeightDtype string
 	// QuantMethod is the checkpoint's quantization scheme ("" when none):
 	// "fp8", "mxfp4", "modelopt", "compressed-tensors", "awq", "gptq".
 	QuantMethod string
@@ -213,8 +219,10 @@ type Model struct {
 	// token-id → experts table instead of a learned top-k.
 	NumHashLayers int
 	// ExpertDtype is the routed experts' checkpoint format: "fp4"
-	// (expert_dtype fp4: MXFP4-like, one ue8m0 scale per 32 values) or the
-	// linear layers' ("fp8").
+	// (expert_dtype fp4: MXFP4-like, one ue8m0 scale per 32 values),
+	// "nvfp4" (expert_dtype fp4 with moe_quant_algo NVFP4: the decoder
+	// layers' experts ModelOpt NVFP4, the MTP layer's MXFP4) or the linear
+	// layers' ("fp8").
 	ExpertDtype string
 	// SwigluLimit clamps the experts' SwiGLU (swiglu_limit; 0 when absent).
 	SwigluLimit float64

@@ -633,6 +633,14 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 			return nil
 		}
 		cands = qk.MoELaws
+	case m.ExpertDtype != "" && (dtype == "nvfp4" || dtype == "mxfp4"):
+		// DeepSeek-V4's 4-bit experts beside its fp8 linears.
+		qk, err := ExpertKernel(m, r.d.Chip, dtype)
+		if err != nil {
+			r.err = err
+			return nil
+		}
+		cands = qk.MoELaws
 	case dtype == "bf16" || dtype == "bfloat16" || dtype == "fp16" || dtype == "float16" || dtype == "":
 		cands = []string{"bfloat16"}
 		if r.d.Quantization == "fp8" {

@@ -185,7 +185,49 @@ func ResolveQuant(m *catalog.Model, c *catalog.Chip) (QuantKernel, error) {
 	if !m.IsMoE() {
 		k.MoE = ""
 	}
+	if label := expertLabel(m); label != "" {
+		e, err := ExpertKernel(m, c, label)
+		if err != nil {
+			return k, err
+		}
+		k.MoE, k.MoELaws = e.MoE, e.MoELaws
+	}
 	return k, nil
+}
+
+// expertLabel is the graph dtype of a DeepSeek-V4 checkpoint's routed
+// experts when they are stored in another format than its fp8 linears
+// ("" otherwise).
+func expertLabel(m *catalog.Model) string {
+	switch m.ExpertDtype {
+	case "fp4":
+		return "mxfp4"
+	case "nvfp4":
+		return "nvfp4"
+	}
+	return ""
+}
+
+// ExpertKernel resolves the fused-MoE kernel for routed experts labelled
+// label ("nvfp4" or "mxfp4") in a checkpoint whose linears are in another
+// format: vLLM's DeepseekV4FP8Config
+// (vllm/models/deepseek_v4/quant_config.py@e95bf0df get_quant_method)
+// hands the experts to ModelOptNvFp4FusedMoE (NVIDIA's NVFP4 checkpoint,
+// decoder layers) or Mxfp4MoEMethod (MXFP4 experts, and the NVFP4
+// checkpoint's MTP layer), which pick their kernels per chip as the
+// ModelOpt NVFP4 and mxfp4 methods do.
+func ExpertKernel(m *catalog.Model, c *catalog.Chip, label string) (QuantKernel, error) {
+	p := *m
+	p.ExpertDtype, p.QuantMinCapability = "", 0
+	switch label {
+	case "nvfp4":
+		p.QuantMethod, p.WeightDtype, p.ActDtype, p.WeightGroup = "modelopt", "nvfp4", "nvfp4", 16
+	case "mxfp4":
+		p.QuantMethod, p.WeightDtype, p.ActDtype, p.WeightGroup = "mxfp4", "mxfp4", "", 32
+	default:
+		return QuantKernel{}, fmt.Errorf("model %s: no expert kernel for %s experts", m.ID, label)
+	}
+	return ResolveQuant(&p, c)
 }
 
 // String is the one-line summary `blis catalog show` prints.

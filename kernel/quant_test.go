@@ -243,3 +243,48 @@ func TestFittedQuantLaws(t *testing.T) {
 		t.Errorf("kimi-k2.5 on h200: MoE law substituted: %s", subs)
 	}
 }
+
+// DeepSeek-V4's 4-bit experts beside its fp8-block linears take the
+// experts' own kernel (DeepseekV4FP8Config: ModelOptNvFp4FusedMoE for the
+// NVFP4 checkpoint's decoder layers, Mxfp4MoEMethod for MXFP4 experts and
+// its MTP layer), while the linears keep the block-fp8 laws.
+func TestFittedDSV4ExpertLaws(t *testing.T) {
+	tests := []struct {
+		model, chip, label string
+		moe, sub           string // the law chosen; "" = no substitution
+	}{
+		{"deepseek-v4-flash-nvfp4", "b200", "nvfp4", "nvfp4", ""},
+		{"deepseek-v4-flash-nvfp4", "h200", "nvfp4", "w4a16_mxfp4_marlin", "moe nvfp4: no w4a16_nvfp4 law on h200, priced with w4a16_mxfp4_marlin"},
+		{"deepseek-v4-flash-nvfp4", "b200", "mxfp4", "w4a16_mxfp4", ""},
+		{"deepseek-v4-flash", "b200", "mxfp4", "w4a16_mxfp4", ""},
+		{"deepseek-v4-flash", "h200", "mxfp4", "w4a16_mxfp4", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model+"/"+tt.chip+"/"+tt.label, func(t *testing.T) {
+			d := deploy(t, tt.model, tt.chip, 4)
+			co, err := catalog.LookupCoefficients(tt.chip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &resolver{d: d, co: co, f: &fitted{}}
+			if l := r.moeLaw(tt.label); l == nil || l.Dtype != tt.moe {
+				t.Fatalf("moe law %+v, want %s (err %v)", l, tt.moe, r.err)
+			}
+			if l := r.gemmLaw("fp8"); l == nil || l.Dtype != "fp8_block" {
+				t.Errorf("linear law %+v, want fp8_block (err %v)", l, r.err)
+			}
+			subs := strings.Join(r.f.subs, "; ")
+			if tt.sub == "" && subs != "" || !strings.Contains(subs, tt.sub) {
+				t.Errorf("substitutions %q, want %q", subs, tt.sub)
+			}
+		})
+	}
+	// `blis catalog show` names the experts' kernel, not the linears'.
+	m, _ := catalog.LookupModel("deepseek-v4-flash-nvfp4")
+	for chip, want := range map[string]string{"b200": "FlashInfer CUTLASS/TRT-LLM nvfp4 MoE", "h200": "fused_marlin_moe nvfp4 W4A16"} {
+		c, _ := catalog.LookupChip(chip)
+		if k, err := ResolveQuant(m, c); err != nil || k.MoE != want || !strings.Contains(k.Linear, "block fp8") {
+			t.Errorf("%s: %+v (%v), want MoE %q and block-fp8 linears", chip, k, err, want)
+		}
+	}
+}

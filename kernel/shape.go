@@ -91,6 +91,12 @@ func newShape(d Deployment) shape {
 		if qk, err := ResolveQuant(m, c); err == nil {
 			if s.mlpDtype != "bfloat16" {
 				s.mlpDtype = qk.Compute
+				if label := expertLabel(m); label != "" {
+					// DeepSeek-V4's 4-bit experts run their own kernel.
+					if ek, err := ExpertKernel(m, c, label); err == nil {
+						s.mlpDtype = ek.Compute
+					}
+				}
 			}
 			if s.attnDtype != "bfloat16" && m.AttnWeightBytesPerParam == m.WeightBytesPerParam {
 				s.attnDtype = qk.Compute

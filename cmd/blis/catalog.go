@@ -60,9 +60,11 @@ func catalogList(stdout io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.ID, summary, joinAliases(m.Aliases))
 	}
-	fmt.Fprintln(tw, "Known but not supported (blis catalog show MODEL says what is missing):")
-	for _, u := range catalog.UnsupportedModels() {
-		fmt.Fprintf(tw, "  %s\t%s\n", u.ID, u.Short)
+	if unsupported := catalog.UnsupportedModels(); len(unsupported) > 0 {
+		fmt.Fprintln(tw, "Known but not supported (blis catalog show MODEL says what is missing):")
+		for _, u := range unsupported {
+			fmt.Fprintf(tw, "  %s\t%s\n", u.ID, u.Short)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
