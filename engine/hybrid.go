@@ -300,6 +300,9 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 // cacheFullGroups registers, in every group, the hashes of r's blocks that
 // the first upto tokens fill (cache_full_blocks; null blocks are skipped).
 func (e *Engine) cacheFullGroups(r *Request, upto int) {
+	if e.off != nil {
+		e.offloadFilledHybrid(r, upto) // every group stores its chunks filled (hybridoffload.go)
+	}
 	bs := e.cfg.BlockSize
 	full := upto / bs
 	r.extendHashes(full*bs, bs)

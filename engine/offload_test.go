@@ -377,7 +377,7 @@ func TestOffloadConfigValidation(t *testing.T) {
 		{"link", func(c *Config) { c.Offload.LinkBW = 0 }, "bandwidth"},
 		{"latency", func(c *Config) { c.Offload.LinkLatency = -1 }, "latency"},
 		{"prefix caching", func(c *Config) { c.EnablePrefixCaching = false }, "prefix caching"},
-		{"hybrid", func(c *Config) { c.KVCache = layout(64, "FS") }, "hybrid"},
+		{"hybrid LMCache", func(c *Config) { c.KVCache = layout(64, "sf"); c.Offload.Connector = OffloadLMCache }, "hybrid"},
 		{"tier size", func(c *Config) {
 			c.Offload.Secondary = []OffloadTier{{Name: "fs", ReadBW: 1, WriteBW: 1}}
 		}, "tier 1 (fs)"},

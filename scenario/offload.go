@@ -91,6 +91,12 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	}
 	bs := r.Engine.BlockSize
 	blockBytes := r.Memory.KVBytesPerToken * float64(bs) // one GPU block on one rank
+	if r.Memory.KVCache.Groups > 1 {
+		// A hybrid cache's connector moves each group's blocks under its
+		// own key (engine/hybridoffload.go): a pool block, one page of
+		// each of the group's layers, is what one key holds.
+		blockBytes = r.Memory.BlockBytes
+	}
 	if blockBytes <= 0 {
 		return nil, &InputError{Msg: "KV offload: the memory plan has no KV bytes per token"}
 	}
