@@ -33,9 +33,13 @@ import "time"
 //   - Touch: full groups all their chunks, sliding groups only from the
 //     window before the first lookup's hit on (what a later hit needs).
 //
-// vLLM aligns a sliding group's chunks to the full groups' chunk ends when
-// the groups' block sizes differ (alignment_block_count, #42258); BLIS
-// gives every group one block size, so every chunk is aligned. Mamba
+// When vLLM's full-attention block is larger than a sliding group's
+// (DeepSeek-V4), a load hit ends on a full block's boundary, so a sliding
+// group stores, of each full block's chunks, only the last
+// cdiv(window, chunk) (alignment_block_count, the prefix-cache
+// optimisation of #42258 applied to offloading in #43142). BLIS gives every
+// group one block size; OffloadConfig.AlignTokens carries the real full
+// block. Mamba
 // groups are refused (validate): vLLM offloads their state only with mamba
 // prefix caching, which BLIS does not model. LMCache's connector is not
 // modelled for hybrid caches (refused).
@@ -316,19 +320,24 @@ func (e *Engine) offloadFilledHybrid(r *Request, upto int) {
 		return
 	}
 	bpc := o.cfg.BlocksPerChunk
+	// alignment_block_count: chunks per full-attention block.
+	seg, w := max(o.cfg.AlignTokens/o.chunkTok, 1), e.swChunks()
 	base := e.baseKeys(r, full)
 	keys := o.hy.keys[:0]
 	clear(o.hy.partial)
-	for g, w := range e.hy.windows {
+	for g, win := range e.hy.windows {
 		k := r.group(g)
 		for c := r.off.nextStore; c < full; c++ {
-			if w == 0 {
+			if win == 0 {
 				keys = append(keys, gkey(base[c], g))
 				continue
 			}
 			// The chunk's last GPU block null: skipped by the window.
 			if (c+1)*bpc > len(k.blocks) || k.blocks[(c+1)*bpc-1] == 0 {
 				continue
+			}
+			if seg > w && seg-1-c%seg >= w {
+				continue // no load can hit it: not in the window before a full block's end
 			}
 			key := gkey(base[c], g)
 			keys = append(keys, key)

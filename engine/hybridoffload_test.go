@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,20 +28,29 @@ func TestHybridOffloadReload(t *testing.T) {
 	tests := []struct {
 		kinds  string
 		window int
+		align  int // OffloadConfig.AlignTokens
 		want   int // blocks loaded over all groups
+		stored int // keys stored over the run (0: every group's every chunk)
 	}{
 		// 1024 cached tokens = 64 blocks; a window of 128 skips
 		// (1024−128+1)/16 = 56 blocks, leaving 8 to load.
-		{"sf", 128, 64 + 8},
-		{"fs", 128, 64 + 8},
-		{"fss", 128, 64 + 2*8},
-		{"ssf", 100, 64 + 2*(64-57)}, // (1024−100+1)/16 = 57 skipped
-		{"sff", 16, 2*64 + 1},        // a window of one block
+		{"sf", 128, 0, 64 + 8, 0},
+		{"fs", 128, 0, 64 + 8, 0},
+		{"fss", 128, 0, 64 + 2*8, 0},
+		{"ssf", 100, 0, 64 + 2*(64-57), 0}, // (1024−100+1)/16 = 57 skipped
+		{"sff", 16, 0, 2*64 + 1, 0},        // a window of one block
+		// 256-token full blocks (DeepSeek-V4): a sliding group of window
+		// 32 stores the last 2 of every 16 chunks (vLLM's
+		// alignment_block_count), 8 per document, and the 65th chunk of
+		// the last request (after its load) not at all.
+		{"sf", 32, 256, 64 + 2, 3*(64+8) + 1},
+		{"fs", 128, 256, 64 + 8, 3*(64+4*8) + 1},
 	}
 	for _, tt := range tests {
-		t.Run(tt.kinds, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/window %d/align %d", tt.kinds, tt.window, tt.align), func(t *testing.T) {
 			groups := len(tt.kinds)
 			c := hoffCfg(tt.kinds, tt.window, 70*groups)
+			c.Offload.AlignTokens = tt.align
 			e, err := New(c)
 			if err != nil {
 				t.Fatal(err)
@@ -66,6 +76,9 @@ func TestHybridOffloadReload(t *testing.T) {
 			// fills (all live then: the prompt fits one step), the last
 			// request's after the load only.
 			wantStored := int64(groups*(3*64+1)) << 20
+			if tt.stored > 0 {
+				wantStored = int64(tt.stored) << 20
+			}
 			if st.OffloadStoredBytes != wantStored {
 				t.Errorf("stored %d bytes, want %d", st.OffloadStoredBytes, wantStored)
 			}
@@ -162,6 +175,7 @@ func TestHybridOffloadValidation(t *testing.T) {
 	}{
 		{"native", func(c *Config) {}, ""},
 		{"lmcache", func(c *Config) { c.Offload.Connector = OffloadLMCache }, "LMCache with a hybrid"},
+		{"alignment", func(c *Config) { c.Offload.AlignTokens = 24 }, "alignment 24 tokens"},
 		{"mamba", func(c *Config) {
 			c.KVCache = kernel.KVCacheLayout{Groups: 2, Mamba: 2}
 			c.EnablePrefixCaching = false

@@ -121,6 +121,13 @@ type OffloadConfig struct {
 	// store shared by the pool is "mooncake").
 	Name      string
 	Secondary []OffloadTier
+	// AlignTokens is, for a hybrid cache, vLLM's full-attention offloaded
+	// block in tokens where it exceeds the engine's chunk (DeepSeek-V4's
+	// compressed caches use 256-token blocks, its sliding groups smaller
+	// ones): sliding groups then store only the chunks a load can hit,
+	// the window's before each such boundary (hybridoffload.go). 0: every
+	// group's chunk is aligned.
+	AlignTokens int
 }
 
 // validate reports the first impossible setting.
@@ -138,6 +145,8 @@ func (o *OffloadConfig) validate(c Config) error {
 		return fmt.Errorf("KV offload host link bandwidth %v B/s: must be positive and finite", o.LinkBW)
 	case o.LinkLatency < 0:
 		return fmt.Errorf("KV offload host link latency %v: must be ≥ 0", o.LinkLatency)
+	case o.AlignTokens < 0 || o.AlignTokens%(o.BlocksPerChunk*c.BlockSize) != 0:
+		return fmt.Errorf("KV offload alignment %d tokens: must be a multiple of the %d-token chunk", o.AlignTokens, o.BlocksPerChunk*c.BlockSize)
 	case c.KVCache.Mamba != 0:
 		// vLLM's connector offloads a mamba group's state only with mamba
 		// prefix caching (mamba_cache_mode "align"), which BLIS does not
