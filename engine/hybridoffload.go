@@ -215,23 +215,29 @@ func (e *Engine) touchHybrid(r *Request, base []uint64) {
 }
 
 // offloadReserveHybrid is offloadReserve for a hybrid cache: r's blocks
-// in every group are allocated, the sliding groups' blocks before the
-// window of the cached tokens given back (vLLM allocates null blocks
-// there), and each group's missing blocks of the hit are read from the
-// tiers (update_state_after_alloc).
+// in every group are allocated, null blocks in the sliding groups before
+// the window of the cached tokens (as vLLM allocates them), and each
+// group's missing blocks of the hit are read from the tiers
+// (update_state_after_alloc).
 func (e *Engine) offloadReserveHybrid(r *Request, now time.Duration, hitBlocks, ext int) bool {
 	o, h := e.off, &e.hy
 	bs, bpc, cs := e.cfg.BlockSize, o.cfg.BlocksPerChunk, o.chunkTok
 	gpuTok := hitBlocks * bs
 	e.delayCache = true
-	e.look = e.spec.look
-	ok := e.allocateSlots(r, r.NumTokens()-gpuTok, nil, hitBlocks)
-	e.delayCache, e.look = false, 0
+	e.look, e.ext = e.spec.look, ext
+	// The loaded tokens' blocks and one step's beyond them (vLLM
+	// allocates the loaded ones only; the single-group path takes the
+	// whole prompt so a loaded request can always take its next step,
+	// but a whole long prompt's blocks in every sliding group can
+	// outgrow the pool: one step's tokens keep that guarantee and stay
+	// within blocksNeeded).
+	n := min(r.NumTokens()-gpuTok, ext+e.cfg.MaxNumBatchedTokens)
+	ok := e.allocateSlots(r, n, nil, hitBlocks)
+	e.delayCache, e.look, e.ext = false, 0, 0
 	if !ok {
 		return false
 	}
 	cached := gpuTok + ext
-	e.removeSkipped(r, cached)
 	nb, end := cdiv(cached, bs), cdiv(cached, cs)
 	base := e.baseKeys(r, end)
 	hs := o.hashes()

@@ -223,6 +223,7 @@ type tracker struct {
 	n      int
 	r      *Request // nil once the request let go
 	blocks []int32  // held blocks of a finished request
+	groups int      // a hybrid cache's: the groups blocks holds, last group first, equally many slots each
 }
 
 // never is NextWake's "nothing pending".
@@ -623,6 +624,7 @@ func (e *Engine) offloadHold(r *Request) bool {
 	// Held in reverse group order: release frees from the end, so group 0
 	// goes first, tail first, as freeBlocks does.
 	t.blocks = t.blocks[:0]
+	t.groups = 1 + len(r.kvMore)
 	for i := len(r.kvMore) - 1; i >= 0; i-- {
 		k := &r.kvMore[i]
 		t.blocks = append(t.blocks, k.blocks...)
