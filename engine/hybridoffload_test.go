@@ -192,3 +192,25 @@ func TestHybridOffloadValidation(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkEngineHybridOffload is BenchmarkEngineOffload's working set on
+// a DeepSeek-V4-like layout (one full group, 63 sliding groups of a
+// 128-token window) with and without the connector.
+func BenchmarkEngineHybridOffload(b *testing.B) {
+	kinds := "f" + strings.Repeat("s", 63)
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("offload=%v", on), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				c := hoffCfg(kinds, 128, 64*80)
+				c.Offload.AlignTokens = 256
+				c.Offload.CPUChunks = 1 << 17
+				if !on {
+					c.Offload = nil
+				}
+				e, _ := New(c)
+				drive(b, e, docs(64))
+			}
+		})
+	}
+}
