@@ -39,6 +39,7 @@ func TestHybridOffloadReload(t *testing.T) {
 		{"fss", 128, 0, 64 + 2*8, 0},
 		{"ssf", 100, 0, 64 + 2*(64-57), 0}, // (1024−100+1)/16 = 57 skipped
 		{"sff", 16, 0, 2*64 + 1, 0},        // a window of one block
+		{"s", 128, 0, 8, 0},                // sliding layers only (Mistral-style)
 		// 256-token full blocks (DeepSeek-V4): a sliding group of window
 		// 32 stores the last 2 of every 16 chunks (vLLM's
 		// alignment_block_count), 8 per document, and the 65th chunk of
