@@ -230,8 +230,11 @@ type Engine struct {
 	kept       int
 	delayCache bool
 
-	// KV offloading (offload.go; nil: off).
+	// KV offloading (offload.go; nil: off). ext is the external tokens a
+	// connector's load brings while their blocks are allocated: a hybrid
+	// cache's sliding groups take null blocks before their window.
 	off *offload
+	ext int
 	// Speculative decoding (spec.go), and the lookahead slots allocate
 	// adds while the running requests are scheduled.
 	spec specState

@@ -231,9 +231,14 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 	bs := e.cfg.BlockSize
 	h := &e.hy
 	computed := r.NumComputed + hit*bs
+	// With a connector's load (e.ext external tokens), the window is that
+	// of every computed token (allocate_new_computed_blocks with
+	// num_external_computed_tokens): the sliding groups' blocks before it
+	// are null blocks.
+	skipAt := computed + e.ext
 	need := min(computed+n+e.look, e.cfg.MaxModelLen)
 	required := cdiv(need, bs)
-	e.removeSkipped(r, computed)
+	e.removeSkipped(r, skipAt)
 
 	// get_num_blocks_to_allocate, summed over groups.
 	total := 0
@@ -245,7 +250,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 		}
 		skipped := 0
 		if w > 0 {
-			skipped = max(0, computed-w+1) / bs
+			skipped = max(0, skipAt-w+1) / bs
 		}
 		total += max(required-max(skipped, hit+len(k.blocks)), 0)
 		for i := max(0, skipped-len(k.blocks)); i < hit; i++ {
@@ -264,7 +269,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 			k := r.group(g)
 			skipped := 0
 			if w > 0 {
-				skipped = min(max(0, computed-w+1)/bs, hit)
+				skipped = min(max(0, skipAt-w+1)/bs, hit)
 			}
 			for i := 0; i < skipped; i++ {
 				k.blocks = append(k.blocks, 0)
@@ -287,6 +292,14 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 		if w == mambaGroup {
 			want = 1
 		}
+		if w > 0 && e.ext > 0 {
+			// The loaded tokens' slots before the window: null.
+			skipped := min(max(0, skipAt-w+1)/bs, want)
+			for len(k.blocks) < skipped {
+				k.blocks = append(k.blocks, 0)
+			}
+			k.skipped = max(k.skipped, skipped)
+		}
 		if m := want - len(k.blocks); m > 0 {
 			k.blocks = e.pool.take(m, k.blocks)
 		}
@@ -300,6 +313,9 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 // cacheFullGroups registers, in every group, the hashes of r's blocks that
 // the first upto tokens fill (cache_full_blocks; null blocks are skipped).
 func (e *Engine) cacheFullGroups(r *Request, upto int) {
+	if e.off != nil {
+		e.offloadFilledHybrid(r, upto) // every group stores its chunks filled (hybridoffload.go)
+	}
 	bs := e.cfg.BlockSize
 	full := upto / bs
 	r.extendHashes(full*bs, bs)

@@ -121,6 +121,13 @@ type OffloadConfig struct {
 	// store shared by the pool is "mooncake").
 	Name      string
 	Secondary []OffloadTier
+	// AlignTokens is, for a hybrid cache, vLLM's full-attention offloaded
+	// block in tokens where it exceeds the engine's chunk (DeepSeek-V4's
+	// compressed caches use 256-token blocks, its sliding groups smaller
+	// ones): sliding groups then store only the chunks a load can hit,
+	// the window's before each such boundary (hybridoffload.go). 0: every
+	// group's chunk is aligned.
+	AlignTokens int
 }
 
 // validate reports the first impossible setting.
@@ -138,10 +145,17 @@ func (o *OffloadConfig) validate(c Config) error {
 		return fmt.Errorf("KV offload host link bandwidth %v B/s: must be positive and finite", o.LinkBW)
 	case o.LinkLatency < 0:
 		return fmt.Errorf("KV offload host link latency %v: must be ≥ 0", o.LinkLatency)
+	case o.AlignTokens < 0 || o.AlignTokens%(o.BlocksPerChunk*c.BlockSize) != 0:
+		return fmt.Errorf("KV offload alignment %d tokens: must be a multiple of the %d-token chunk", o.AlignTokens, o.BlocksPerChunk*c.BlockSize)
+	case c.KVCache.Mamba != 0:
+		// vLLM's connector offloads a mamba group's state only with mamba
+		// prefix caching (mamba_cache_mode "align"), which BLIS does not
+		// model: it serves these models with prefix caching off.
+		return fmt.Errorf("KV offload with mamba (Gated DeltaNet) KV cache groups is not modelled: vLLM offloads their state only with mamba prefix caching, which BLIS does not model")
+	case (c.KVCache.Groups > 1 || c.KVCache.Sliding != 0) && o.Connector != OffloadNative:
+		return fmt.Errorf("KV offload through LMCache with a hybrid KV cache (%d groups, sliding windows) is not modelled: use vLLM's OffloadingConnector (--kv-offloading-backend native)", c.KVCache.Groups)
 	case !c.EnablePrefixCaching:
 		return fmt.Errorf("KV offload needs prefix caching (chunks are named by block hashes): drop --no-enable-prefix-caching")
-	case c.KVCache.Groups > 1 || c.KVCache.Sliding != 0:
-		return fmt.Errorf("KV offload with a hybrid KV cache (%d groups, sliding windows) is not modelled", c.KVCache.Groups)
 	}
 	for i, t := range o.Secondary {
 		switch {
@@ -163,6 +177,10 @@ type offReq struct {
 	loadID    uint64     // its load in flight (0: none)
 	loadTok   int        // tokens that load brings
 	run       kvtier.Run // its chunks' stretch in the CPU tier (TouchRun)
+	// A hybrid cache's connector (hybridoffload.go): whether r was looked
+	// up, and the chunks its first lookup hit (GPU and tiers).
+	looked    bool
+	hitChunks int
 }
 
 // job is one transfer in flight: chunks hs, done at done.
@@ -173,6 +191,7 @@ type job struct {
 	r       *Request // loads
 	id      uint64   // loads
 	promote []uint64 // loads: chunks read from a secondary tier into the CPU tier
+	bytes   int64    // stores: bytes on the link (0: a chunk's bytes per hash)
 }
 
 // fifo is a queue of jobs in completion order.
@@ -204,6 +223,7 @@ type tracker struct {
 	n      int
 	r      *Request // nil once the request let go
 	blocks []int32  // held blocks of a finished request
+	groups int      // a hybrid cache's: the groups blocks holds, last group first, equally many slots each
 }
 
 // never is NextWake's "nothing pending".
@@ -240,6 +260,8 @@ type offload struct {
 	// each way and secondary-tier reads.
 	stepH2D, stepD2H, stepSecondary time.Duration
 	now                             time.Duration // the last time the engine was told
+
+	hy hybOff // a hybrid cache's scratch (hybridoffload.go)
 }
 
 func newOffload(c Config) (*offload, error) {
@@ -320,6 +342,10 @@ const (
 // and how many of its chunks come from a secondary tier (the last ones).
 func (e *Engine) offloadLookup(r *Request, gpuTok int) (ext, how, fromSec int) {
 	o := e.off
+	if e.hybrid {
+		ext, how = e.offloadLookupHybrid(r, gpuTok)
+		return ext, how, 0
+	}
 	if r.NumComputed != 0 {
 		return 0, offNone, 0
 	}
@@ -364,6 +390,9 @@ func (e *Engine) offloadLookup(r *Request, gpuTok int) (ext, how, fromSec int) {
 // tokens and starts their load at now (native connector), or reports the
 // pool short.
 func (e *Engine) offloadReserve(r *Request, now time.Duration, hits []int32, hitBlocks, ext, fromSec int) bool {
+	if e.hybrid {
+		return e.offloadReserveHybrid(r, now, hitBlocks, ext)
+	}
 	o := e.off
 	gpuTok := hitBlocks * e.cfg.BlockSize
 	e.delayCache = true
@@ -537,6 +566,13 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		o.recycle(stored)
 		return
 	}
+	e.trackStore(r, stored, 0)
+}
+
+// trackStore records the D2H copy of r's chunks stored (bytes on the
+// link; 0: a chunk's per hash) for the end of the step, under r's tracker.
+func (e *Engine) trackStore(r *Request, stored []uint64, bytes int64) {
+	o := e.off
 	if r.off.tracker == 0 {
 		if n := len(o.freeTr); n > 0 {
 			r.off.tracker = o.freeTr[n-1] + 1
@@ -548,7 +584,7 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		o.trackers[r.off.tracker-1].r = r
 	}
 	o.trackers[r.off.tracker-1].n++
-	o.pending = append(o.pending, job{hs: stored, tracker: r.off.tracker})
+	o.pending = append(o.pending, job{hs: stored, tracker: r.off.tracker, bytes: bytes})
 }
 
 // writeThrough queues chunks hs, in the CPU tier at time at, for every
@@ -585,7 +621,16 @@ func (e *Engine) offloadHold(r *Request) bool {
 	if r.Status != StatusFinished {
 		return false
 	}
-	t.blocks = append(t.blocks[:0], r.kv.blocks...)
+	// Held in reverse group order: release frees from the end, so group 0
+	// goes first, tail first, as freeBlocks does.
+	t.blocks = t.blocks[:0]
+	t.groups = 1 + len(r.kvMore)
+	for i := len(r.kvMore) - 1; i >= 0; i-- {
+		k := &r.kvMore[i]
+		t.blocks = append(t.blocks, k.blocks...)
+		*k = reqGroup{blocks: k.blocks[:0]}
+	}
+	t.blocks = append(t.blocks, r.kv.blocks...)
 	r.kv = reqGroup{blocks: r.kv.blocks[:0]}
 	return true
 }
@@ -597,7 +642,11 @@ func (e *Engine) offloadAdvance(now time.Duration) {
 	o.now = max(o.now, now)
 	for i := range o.pending {
 		j := o.pending[i]
-		j.done = o.d2h.Send(now, int64(len(j.hs))*o.chunkBytes)
+		b := j.bytes
+		if b == 0 {
+			b = int64(len(j.hs)) * o.chunkBytes
+		}
+		j.done = o.d2h.Send(now, b)
 		o.stores.push(j)
 		o.pending[i] = job{}
 	}

@@ -377,7 +377,7 @@ func TestOffloadConfigValidation(t *testing.T) {
 		{"link", func(c *Config) { c.Offload.LinkBW = 0 }, "bandwidth"},
 		{"latency", func(c *Config) { c.Offload.LinkLatency = -1 }, "latency"},
 		{"prefix caching", func(c *Config) { c.EnablePrefixCaching = false }, "prefix caching"},
-		{"hybrid", func(c *Config) { c.KVCache = layout(64, "FS") }, "hybrid"},
+		{"hybrid LMCache", func(c *Config) { c.KVCache = layout(64, "sf"); c.Offload.Connector = OffloadLMCache }, "hybrid"},
 		{"tier size", func(c *Config) {
 			c.Offload.Secondary = []OffloadTier{{Name: "fs", ReadBW: 1, WriteBW: 1}}
 		}, "tier 1 (fs)"},
@@ -431,7 +431,16 @@ func BenchmarkEngineOffload(b *testing.B) {
 // prefixes, preemptions and aborts through engines with random offload
 // settings, checking the block accounting (held-for-store blocks
 // included) after every step and that everything ends with no block held.
-func TestOffloadRandomisedInvariants(t *testing.T) {
+func TestOffloadRandomisedInvariants(t *testing.T) { randomisedOffload(t, false) }
+
+// TestHybridOffloadRandomisedInvariants is the same over hybrid caches
+// (full-attention and sliding-window groups; hybridoffload.go).
+func TestHybridOffloadRandomisedInvariants(t *testing.T) { randomisedOffload(t, true) }
+
+// randomisedOffload runs random loads, aborts, preemptions and tiers
+// through a connector, checking the block pool after every step and
+// that every request ends once with its blocks and pins released.
+func randomisedOffload(t *testing.T, hybrid bool) {
 	var total Stats
 	for trial := 0; trial < 150; trial++ {
 		rng := rand.New(rand.NewPCG(uint64(trial), 11))
@@ -444,8 +453,14 @@ func TestOffloadRandomisedInvariants(t *testing.T) {
 		o := &OffloadConfig{Connector: OffloadNative, BlocksPerChunk: 1 + rng.IntN(4), CPUChunks: 1 + rng.IntN(200),
 			BlockBytes: 1 << 20, LinkBW: []float64{1e8, 1e9, 25e9}[rng.IntN(3)], LinkLatency: time.Duration(rng.IntN(100)) * time.Microsecond,
 			Store: OffloadStore(rng.IntN(2)), Policy: kvtier.Policy(rng.IntN(2))}
-		if trial%4 == 1 {
+		if trial%4 == 1 && !hybrid {
 			o.Connector = OffloadLMCache
+		}
+		if hybrid {
+			c.KVCache = layout(1+rng.IntN(96), []string{"sf", "fs", "sff", "fss", "sfs"}[rng.IntN(5)])
+			if rng.IntN(2) == 0 {
+				o.AlignTokens = o.BlocksPerChunk * bs * (1 + rng.IntN(4))
+			}
 		}
 		switch trial % 5 {
 		case 2:
@@ -551,7 +566,7 @@ func TestOffloadRandomisedInvariants(t *testing.T) {
 	}
 	// The trials reached every path they are meant to check.
 	if total.OffloadLoads == 0 || total.OffloadStores == 0 || total.OffloadTierHits[1] == 0 || total.OffloadTierHits[2] == 0 || total.Preemptions == 0 || total.Aborted == 0 {
-		t.Errorf("trials missed a path: %+v", total)
+		t.Errorf("trials missed a path (hybrid %v): %+v", hybrid, total)
 	}
 }
 
@@ -560,9 +575,27 @@ func TestOffloadRandomisedInvariants(t *testing.T) {
 func heldByStores(e *Engine) []*Request {
 	var out []*Request
 	for _, tr := range e.off.trackers {
-		if len(tr.blocks) > 0 {
-			out = append(out, &Request{kv: reqGroup{blocks: tr.blocks}})
+		if len(tr.blocks) == 0 {
+			continue
 		}
+		if tr.groups <= 1 {
+			out = append(out, &Request{kv: reqGroup{blocks: tr.blocks}})
+			continue
+		}
+		// A hybrid request's groups, last first; a sliding group's null
+		// blocks lead it.
+		n := len(tr.blocks) / tr.groups
+		r := &Request{kvMore: make([]reqGroup, tr.groups-1)}
+		for i := 0; i < tr.groups; i++ {
+			k := r.group(tr.groups - 1 - i)
+			k.blocks = tr.blocks[i*n : (i+1)*n]
+			for j, b := range k.blocks {
+				if b == 0 {
+					k.skipped = j + 1
+				}
+			}
+		}
+		out = append(out, r)
 	}
 	return out
 }

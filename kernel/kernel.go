@@ -237,6 +237,10 @@ type MemoryPlan struct {
 	// KVCache is how vLLM's KV cache manager splits the pool into KV cache
 	// groups; the engine's KV manager takes it as is.
 	KVCache KVCacheLayout
+	// BlockBytes is one pool block on one rank: block size tokens of every
+	// layer for one group, of a group's layers (one page each) for several
+	// (what a KV connector moves per block and group).
+	BlockBytes float64
 	// PPStage is, with pipeline parallelism, the stage (0-based) this plan
 	// is: the one with room for the fewest blocks, which every stage gets.
 	PPStage int

@@ -151,6 +151,7 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 		kv.layout.GroupSize += draftLayers
 	}
 	p.KVCache = kv.layout
+	p.BlockBytes = kv.blockBytes
 	// vLLM checks that one request of max_model_len fits before sizing the
 	// pool, override or not, and refuses to start otherwise, with this
 	// message (vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory,

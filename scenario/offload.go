@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,6 +34,12 @@ import (
 //
 // Transfers to and from host memory use the chip's host link
 // (catalog.Chip.HostLinkBW: PCIe, NVLink-C2C on GB200) in each direction.
+
+// dsv4FullBlockTokens is the block size of vLLM's DeepSeek-V4
+// compressed-cache (full-attention) group: the C4 page of 256/4 entries
+// sets it (kernel/dsv4.go), and vllm#43142 serves the model with
+// --block-size 256.
+const dsv4FullBlockTokens = 256
 
 // offloadConn is an offload connector named in --kv-transfer-config.
 type offloadConn struct {
@@ -91,6 +98,12 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	}
 	bs := r.Engine.BlockSize
 	blockBytes := r.Memory.KVBytesPerToken * float64(bs) // one GPU block on one rank
+	if r.Memory.KVCache.Groups > 1 {
+		// A hybrid cache's connector moves each group's blocks under its
+		// own key (engine/hybridoffload.go): a pool block, one page of
+		// each of the group's layers, is what one key holds.
+		blockBytes = r.Memory.BlockBytes
+	}
 	if blockBytes <= 0 {
 		return nil, &InputError{Msg: "KV offload: the memory plan has no KV bytes per token"}
 	}
@@ -147,6 +160,13 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 		}
 	}
 	chunkBytes := blockBytes * float64(oc.BlocksPerChunk)
+	if ct := oc.BlocksPerChunk * bs; r.Deployment.Model.IsDSV4() && dsv4FullBlockTokens > ct && dsv4FullBlockTokens%ct == 0 {
+		// vLLM's DeepSeek-V4 compressed-cache group has blocks of 256
+		// tokens, its sliding groups smaller ones: the connector stores a
+		// sliding group's blocks only where a load can hit them (the
+		// window before each 256-token boundary).
+		oc.AlignTokens = dsv4FullBlockTokens
+	}
 	if numBlocks > 0 {
 		oc.CPUChunks = numBlocks
 	} else {
@@ -158,6 +178,13 @@ func (r *Resolved) resolveOffload() (*engine.OffloadConfig, error) {
 	store := "every full chunk as it fills"
 	if oc.Store == engine.StorePromptOnly {
 		store = "the prompt's chunks only"
+	}
+	if l := r.Memory.KVCache; l.Groups > 1 {
+		// Each group's chunk is its own entry (vLLM's offload key is the
+		// block hash with the group).
+		r.Notes = append(r.Notes, fmt.Sprintf("INFO KV offload: vLLM's OffloadingConnector, CPU tier of %d chunk entries of %d tokens, one per KV cache group (%d groups, %d sliding), %s eviction, storing %s, over %.0f GB/s each way",
+			oc.CPUChunks, oc.BlocksPerChunk*bs, l.Groups, bits.OnesCount64(l.Sliding), oc.Policy, store, bw/1e9))
+		return oc, nil
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("INFO KV offload: vLLM's OffloadingConnector, CPU tier of %d chunks of %d tokens (%d tokens), %s eviction, storing %s, over %.0f GB/s each way",
 		oc.CPUChunks, oc.BlocksPerChunk*bs, oc.CPUChunks*oc.BlocksPerChunk*bs, oc.Policy, store, bw/1e9))
