@@ -780,6 +780,7 @@ func (c *Coefficients) clone() *Coefficients {
 	d.DSV4Prefill = cloneLaws(c.DSV4Prefill)
 	d.MHC = cloneLaws(c.MHC)
 	d.MoE = cloneLaws(c.MoE)
+	d.GDN = cloneLaws(c.GDN)
 	d.Comm = append([]CommLaw(nil), c.Comm...)
 	for i := range d.Comm {
 		d.Comm[i].Points = append([]CommPoint(nil), c.Comm[i].Points...)

@@ -29,6 +29,8 @@ type GDNLaw struct {
 	Provenance Provenance `yaml:"provenance"`
 }
 
+func (l *GDNLaw) provenance() *Provenance { return &l.Provenance }
+
 // GDN kernel sources, as the measured tables name them.
 const (
 	GDNConvPrefill = "causal_conv1d_fn"
