@@ -506,8 +506,14 @@ func (c *Coefficients) validate(file string) error {
 		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
 		k.prov(p+".provenance", l.Provenance)
 	}
-	for sec, laws := range map[string][]MLALaw{"mla_decode": c.MLADecode, "mla_prefill": c.MLAPrefill, "dsa_decode": c.DSADecode, "dsa_prefill": c.DSAPrefill} {
-		for i, l := range laws {
+	// Sections in the file's order, so that the first fault reported is
+	// the same every run.
+	for _, s := range []struct {
+		sec  string
+		laws []MLALaw
+	}{{"mla_decode", c.MLADecode}, {"mla_prefill", c.MLAPrefill}, {"dsa_decode", c.DSADecode}, {"dsa_prefill", c.DSAPrefill}} {
+		sec := s.sec
+		for i, l := range s.laws {
 			p := fmt.Sprintf("%s[%d]", sec, i)
 			k.str(p+".gemm_dtype", l.GEMMDtype)
 			k.str(p+".kv_dtype", l.KVDtype)

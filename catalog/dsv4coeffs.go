@@ -104,8 +104,12 @@ func (c *Coefficients) MHCFor(op string) (*MHCLaw, error) {
 
 // validateDSV4 checks the DeepSeek-V4 sections.
 func (c *Coefficients) validateDSV4(k *checker, dup func(section, id string)) {
-	for sec, laws := range map[string][]DSV4AttnLaw{"dsv4_attention_decode": c.DSV4Decode, "dsv4_attention_prefill": c.DSV4Prefill} {
-		for i, l := range laws {
+	for _, s := range []struct {
+		sec  string
+		laws []DSV4AttnLaw
+	}{{"dsv4_attention_decode", c.DSV4Decode}, {"dsv4_attention_prefill", c.DSV4Prefill}} { // in file order
+		sec := s.sec
+		for i, l := range s.laws {
 			p := fmt.Sprintf("%s[%d]", sec, i)
 			if l.Kind != "csa" && l.Kind != "hca" {
 				k.failf(p+".kind", "%q is not csa or hca", l.Kind)

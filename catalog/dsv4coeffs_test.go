@@ -88,3 +88,31 @@ func TestDSV4ParseStrict(t *testing.T) {
 		}
 	}
 }
+
+// A file with faults in several sections reports the same one every
+// time, the first in the file's order, never one map iteration picked.
+func TestCoefficientErrorsDeterministic(t *testing.T) {
+	good := string(h100File(t))
+	spoil := func(secs []string, first, bad string) string {
+		t.Helper()
+		out := good
+		for _, sec := range secs {
+			old := sec + ":\n  - " + first
+			if !strings.Contains(out, old) {
+				t.Fatalf("fixture lacks %q", old)
+			}
+			out = strings.Replace(out, old, sec+":\n  - "+bad, 1)
+		}
+		return out
+	}
+	for _, c := range []struct{ data, want string }{
+		{spoil([]string{"mla_decode", "mla_prefill", "dsa_decode", "dsa_prefill"}, "gemm_dtype: ", `gemm_dtype: " " # `), `key "mla_decode[0].gemm_dtype": missing`},
+		{spoil([]string{"dsv4_attention_decode", "dsv4_attention_prefill"}, "kind: csa\n", "kind: swa\n"), `key "dsv4_attention_decode[0].kind"`},
+	} {
+		for try := range 40 {
+			if _, err := ParseCoefficients("h100.yaml", []byte(c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("try %d: err = %v, want it to contain %q", try, err, c.want)
+			}
+		}
+	}
+}
