@@ -581,7 +581,7 @@ func (c *Coefficients) validate(file string) error {
 		}
 		k.prov(p+".provenance", l.Provenance)
 	}
-	c.validateGDN(k)
+	c.validateGDN(k, dup)
 	return k.err
 }
 

@@ -53,8 +53,7 @@ func (c *Coefficients) GDNFor(kernel string) (*GDNLaw, error) {
 	})
 }
 
-func (c *Coefficients) validateGDN(k *checker) {
-	seen := map[string]bool{}
+func (c *Coefficients) validateGDN(k *checker, dup func(section, id string)) {
 	for i, l := range c.GDN {
 		p := fmt.Sprintf("gdn[%d]", i)
 		switch l.Kernel {
@@ -69,10 +68,7 @@ func (c *Coefficients) validateGDN(k *checker) {
 		default:
 			k.failf(p+".kernel", "%q is not one of %s, %s, %s, %s", l.Kernel, GDNConvPrefill, GDNConvDecode, GDNRulePrefill, GDNRuleDecode)
 		}
-		if seen[l.Kernel] {
-			k.failf("gdn", "%q appears twice", l.Kernel)
-		}
-		seen[l.Kernel] = true
+		dup("gdn", l.Kernel)
 		k.num(p+".t0_s", l.T0, 0, maxSeconds)
 		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
 		k.num(p+".flop_eff", l.FLOPEff, 0, maxEff)
