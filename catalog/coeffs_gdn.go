@@ -41,16 +41,7 @@ const (
 
 // GDNFor returns the law of a GDN kernel source.
 func (c *Coefficients) GDNFor(kernel string) (*GDNLaw, error) {
-	for i := range c.GDN {
-		if c.GDN[i].Kernel == kernel {
-			return &c.GDN[i], nil
-		}
-	}
-	return nil, c.missing("gdn", "kernel", kernel, func(yield func(string)) {
-		for _, l := range c.GDN {
-			yield(l.Kernel)
-		}
-	})
+	return lawFor(c, "gdn", "kernel", c.GDN, func(l *GDNLaw) []string { return []string{l.Kernel} }, kernel)
 }
 
 func (c *Coefficients) validateGDN(k *checker, dup func(section, id string)) {

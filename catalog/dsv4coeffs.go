@@ -76,30 +76,12 @@ func (c *Coefficients) DSV4PrefillFor(kind, gemmDtype, kvDtype string) (*DSV4Att
 }
 
 func (c *Coefficients) dsv4For(section string, laws []DSV4AttnLaw, kind, gemmDtype, kvDtype string) (*DSV4AttnLaw, error) {
-	for i := range laws {
-		if laws[i].Kind == kind && laws[i].GEMMDtype == gemmDtype && laws[i].KVDtype == kvDtype {
-			return &laws[i], nil
-		}
-	}
-	return nil, c.missing(section, "kind/gemm_dtype/kv_dtype", kind+"/"+gemmDtype+"/"+kvDtype, func(yield func(string)) {
-		for _, l := range laws {
-			yield(l.Kind + "/" + l.GEMMDtype + "/" + l.KVDtype)
-		}
-	})
+	return lawFor(c, section, "kind/gemm_dtype/kv_dtype", laws, func(l *DSV4AttnLaw) []string { return []string{l.Kind, l.GEMMDtype, l.KVDtype} }, kind, gemmDtype, kvDtype)
 }
 
 // MHCFor returns the mHC law for op (pre, post).
 func (c *Coefficients) MHCFor(op string) (*MHCLaw, error) {
-	for i := range c.MHC {
-		if c.MHC[i].Op == op {
-			return &c.MHC[i], nil
-		}
-	}
-	return nil, c.missing("mhc", "op", op, func(yield func(string)) {
-		for _, l := range c.MHC {
-			yield(l.Op)
-		}
-	})
+	return lawFor(c, "mhc", "op", c.MHC, func(l *MHCLaw) []string { return []string{l.Op} }, op)
 }
 
 // validateDSV4 checks the DeepSeek-V4 sections.
