@@ -113,8 +113,11 @@ func (c *Coefficients) validateDSV4(k *checker, dup func(section, id string)) {
 			k.num(p+".per_token_s", l.PerToken, 0, maxSeconds)
 			k.num(p+".indexer_per_pair_s", l.IndexerPerPair, 0, maxSeconds)
 			k.num(p+".per_cached_entry_s", l.PerCachedEntry, 0, maxSeconds)
-			if l.Kind == "hca" && (l.IndexerPerToken != 0 || l.IndexerPerPair != 0) {
+			if l.Kind == "hca" && l.IndexerPerToken != 0 {
 				k.failf(p+".indexer_per_token_s", "an hca law has no indexer")
+			}
+			if l.Kind == "hca" && l.IndexerPerPair != 0 {
+				k.failf(p+".indexer_per_pair_s", "an hca law has no indexer")
 			}
 			k.prov(p+".provenance", l.Provenance)
 		}

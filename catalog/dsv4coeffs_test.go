@@ -77,6 +77,7 @@ func TestDSV4ParseStrict(t *testing.T) {
 		{"unknown key", replace("    attn_eff:", "    attn_speed: 1\n    attn_eff:"), "attn_speed"},
 		{"negative attention efficiency", replace("    attn_eff: ", "    attn_eff: -"), `attn_eff": -`},
 		{"hca with an indexer", replace("  - kind: hca\n", "  - kind: hca\n    indexer_per_token_s: 1e-10\n"), "an hca law has no indexer"},
+		{"hca with an indexer pair cost", replace("  - kind: hca\n", "  - kind: hca\n    indexer_per_pair_s: 1e-10\n"), `key "dsv4_attention_decode[1].indexer_per_pair_s": an hca law has no indexer`},
 		{"duplicate law", replace("  - kind: hca\n", "  - kind: csa\n"), `"csa/fp8_block/fp8" appears twice`},
 		{"bad mhc op", replace("  - op: pre\n", "  - op: mid\n"), `key "mhc[0].op": "mid" is not pre or post`},
 		{"mhc without provenance files", replace("        - data/ops/h100_sxm/mhc/vllm/0.24.0/mhc_module_perf.parquet\n", ""), `mhc[0].provenance.files": missing`},
