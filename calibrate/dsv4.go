@@ -50,7 +50,7 @@ func (cf *chipFit) fitDSV4() (dec, pre []catalog.DSV4AttnLaw, err error) {
 	for _, k := range dsv4Kinds {
 		prefix := "sparse_attention/vllm/0.24.0/dsv4_" + k.kind
 		err = cf.eachModulePhase(prefix, func(phase string, mt *moduleTable) error {
-			law, ok, err := cf.fitDSV4Table(k.kind, k.ratio, phase, prefix+"_"+phase+"_module_perf.parquet", mt)
+			law, ok, err := cf.fitDSV4Table(k.kind, k.ratio, phase, mt)
 			if err != nil || !ok {
 				return err
 			}
@@ -71,14 +71,8 @@ func (cf *chipFit) fitDSV4() (dec, pre []catalog.DSV4AttnLaw, err error) {
 // fitDSV4Table fits one kind and phase. Every row of the tables has
 // gemm_type fp8_block and an fp8 KV cache (vLLM's DeepSeek-V4 cache is
 // fp8); other combinations are an error rather than a silent second law.
-// rel is mt's table, read again for the column the module tables of
-// other families lack.
-func (cf *chipFit) fitDSV4Table(kind string, ratio float64, phase, rel string, mt *moduleTable) (catalog.DSV4AttnLaw, bool, error) {
-	t, _, err := cf.table(rel)
-	if err != nil {
-		return catalog.DSV4AttnLaw{}, false, err
-	}
-	cr, err := t.Num("compress_ratio")
+func (cf *chipFit) fitDSV4Table(kind string, ratio float64, phase string, mt *moduleTable) (catalog.DSV4AttnLaw, bool, error) {
+	cr, err := mt.t.Num("compress_ratio")
 	if err != nil {
 		return catalog.DSV4AttnLaw{}, false, err
 	}

@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"math"
 
 	"blis/catalog"
 	"blis/kernel"
@@ -48,7 +47,7 @@ func (cf *chipFit) fitGDN() ([]catalog.GDNLaw, error) {
 	for _, k := range gdnKernels {
 		var rows []int
 		for r := range y {
-			if kern[r] == k.kernel && y[r] > 0 && !math.IsNaN(y[r]) {
+			if kern[r] == k.kernel && y[r] > 0 {
 				if phase[r] != k.phase {
 					return nil, fmt.Errorf("%s: row %d: %s in phase %q, want %q", file, r, k.kernel, phase[r], k.phase)
 				}

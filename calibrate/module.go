@@ -11,7 +11,10 @@ import (
 // and DSA module collectors share the columns), read once: the rows a law
 // may use are those timed at tp_size 1 with bf16 attention compute.
 type moduleTable struct {
-	file                             string
+	file string
+	// t is the table itself, for the columns one family alone reads
+	// (DeepSeek-V4's compress_ratio).
+	t                                *Table
 	model, mlaDtype, kv, gemm, kern  []string
 	heads, batch, isl, step, tp, sec []float64
 	// models are the rows' catalog models by id, looked up once.
@@ -25,7 +28,7 @@ func (cf *chipFit) readModuleTable(rel string) (*moduleTable, error) {
 		return nil, err
 	}
 	c := &cols{t: t}
-	mt := &moduleTable{file: file, models: map[string]*catalog.Model{},
+	mt := &moduleTable{file: file, t: t, models: map[string]*catalog.Model{},
 		model: c.str("model"), mlaDtype: c.str("mla_dtype"), kv: c.str("kv_cache_dtype"), gemm: c.str("gemm_type"), kern: c.str("kernel_source"),
 		heads: c.num("num_heads"), batch: c.num("batch_size"), isl: c.num("isl"), step: c.num("step"), tp: c.num("tp_size")}
 	lat := c.num("latency")

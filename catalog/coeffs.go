@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,44 +234,17 @@ type Coefficients struct {
 
 // GEMMFor returns the GEMM law for a weight dtype.
 func (c *Coefficients) GEMMFor(dtype string) (*GEMMLaw, error) {
-	for i := range c.GEMM {
-		if c.GEMM[i].Dtype == dtype {
-			return &c.GEMM[i], nil
-		}
-	}
-	return nil, c.missing("gemm", "dtype", dtype, func(yield func(string)) {
-		for _, l := range c.GEMM {
-			yield(l.Dtype)
-		}
-	})
+	return lawFor(c, "gemm", "dtype", c.GEMM, func(l *GEMMLaw) []string { return []string{l.Dtype} }, dtype)
 }
 
 // AttnDecodeFor returns the decode-attention law for a KV-cache dtype.
 func (c *Coefficients) AttnDecodeFor(kvDtype string) (*AttnDecodeLaw, error) {
-	for i := range c.AttnDecode {
-		if c.AttnDecode[i].KVDtype == kvDtype {
-			return &c.AttnDecode[i], nil
-		}
-	}
-	return nil, c.missing("attention_decode", "kv_dtype", kvDtype, func(yield func(string)) {
-		for _, l := range c.AttnDecode {
-			yield(l.KVDtype)
-		}
-	})
+	return lawFor(c, "attention_decode", "kv_dtype", c.AttnDecode, func(l *AttnDecodeLaw) []string { return []string{l.KVDtype} }, kvDtype)
 }
 
 // AttnPrefillFor returns the prefill-attention law for a KV-cache dtype.
 func (c *Coefficients) AttnPrefillFor(kvDtype string) (*AttnPrefillLaw, error) {
-	for i := range c.AttnPrefill {
-		if c.AttnPrefill[i].KVDtype == kvDtype {
-			return &c.AttnPrefill[i], nil
-		}
-	}
-	return nil, c.missing("attention_prefill", "kv_dtype", kvDtype, func(yield func(string)) {
-		for _, l := range c.AttnPrefill {
-			yield(l.KVDtype)
-		}
-	})
+	return lawFor(c, "attention_prefill", "kv_dtype", c.AttnPrefill, func(l *AttnPrefillLaw) []string { return []string{l.KVDtype} }, kvDtype)
 }
 
 // MLADecodeFor and MLAPrefillFor return the MLA module law for a GEMM dtype
@@ -285,16 +259,7 @@ func (c *Coefficients) MLAPrefillFor(gemmDtype, kvDtype string) (*MLALaw, error)
 }
 
 func (c *Coefficients) mlaFor(section string, laws []MLALaw, gemmDtype, kvDtype string) (*MLALaw, error) {
-	for i := range laws {
-		if laws[i].GEMMDtype == gemmDtype && laws[i].KVDtype == kvDtype {
-			return &laws[i], nil
-		}
-	}
-	return nil, c.missing(section, "gemm_dtype/kv_dtype", gemmDtype+"/"+kvDtype, func(yield func(string)) {
-		for _, l := range laws {
-			yield(l.GEMMDtype + "/" + l.KVDtype)
-		}
-	})
+	return lawFor(c, section, "gemm_dtype/kv_dtype", laws, func(l *MLALaw) []string { return []string{l.GEMMDtype, l.KVDtype} }, gemmDtype, kvDtype)
 }
 
 // DSADecodeFor and DSAPrefillFor return the DeepSeek-sparse-attention
@@ -334,36 +299,28 @@ func (c *Coefficients) DSAPrefillFor(gemmDtype, kvDtype string, heads float64) (
 
 // MoEFor returns the MoE law for a moe_dtype.
 func (c *Coefficients) MoEFor(dtype string) (*MoELaw, error) {
-	for i := range c.MoE {
-		if c.MoE[i].Dtype == dtype {
-			return &c.MoE[i], nil
-		}
-	}
-	return nil, c.missing("moe", "dtype", dtype, func(yield func(string)) {
-		for _, l := range c.MoE {
-			yield(l.Dtype)
-		}
-	})
+	return lawFor(c, "moe", "dtype", c.MoE, func(l *MoELaw) []string { return []string{l.Dtype} }, dtype)
 }
 
 // CommFor returns the law of one collective and implementation.
 func (c *Coefficients) CommFor(op, impl string) (*CommLaw, error) {
-	for i := range c.Comm {
-		if c.Comm[i].Op == op && c.Comm[i].Impl == impl {
-			return &c.Comm[i], nil
-		}
-	}
-	return nil, c.missing("comm", "op/impl", op+"/"+impl, func(yield func(string)) {
-		for _, l := range c.Comm {
-			yield(l.Op + "/" + l.Impl)
-		}
-	})
+	return lawFor(c, "comm", "op/impl", c.Comm, func(l *CommLaw) []string { return []string{l.Op, l.Impl} }, op, impl)
 }
 
-func (c *Coefficients) missing(section, key, want string, have func(func(string))) error {
-	var names []string
-	have(func(s string) { names = append(names, s) })
-	return fmt.Errorf("coefficients for %s: no %s law for %s %q; fitted: %s", c.Chip, section, key, want, strings.Join(names, ", "))
+// lawFor returns the first of laws whose key (key's parts) is want, or an
+// error naming the section, the key and the keys fitted, parts joined by
+// "/". Every section's lookup is this one.
+func lawFor[T any](c *Coefficients, section, keyName string, laws []T, key func(*T) []string, want ...string) (*T, error) {
+	for i := range laws {
+		if slices.Equal(key(&laws[i]), want) {
+			return &laws[i], nil
+		}
+	}
+	names := make([]string, len(laws))
+	for i := range laws {
+		names[i] = strings.Join(key(&laws[i]), "/")
+	}
+	return nil, fmt.Errorf("coefficients for %s: no %s law for %s %q; fitted: %s", c.Chip, section, keyName, strings.Join(want, "/"), strings.Join(names, ", "))
 }
 
 // Peak keys a law may name, and the chip field each reads.
@@ -506,8 +463,14 @@ func (c *Coefficients) validate(file string) error {
 		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
 		k.prov(p+".provenance", l.Provenance)
 	}
-	for sec, laws := range map[string][]MLALaw{"mla_decode": c.MLADecode, "mla_prefill": c.MLAPrefill, "dsa_decode": c.DSADecode, "dsa_prefill": c.DSAPrefill} {
-		for i, l := range laws {
+	// Sections in the file's order, so that the first fault reported is
+	// the same every run.
+	for _, s := range []struct {
+		sec  string
+		laws []MLALaw
+	}{{"mla_decode", c.MLADecode}, {"mla_prefill", c.MLAPrefill}, {"dsa_decode", c.DSADecode}, {"dsa_prefill", c.DSAPrefill}} {
+		sec := s.sec
+		for i, l := range s.laws {
 			p := fmt.Sprintf("%s[%d]", sec, i)
 			k.str(p+".gemm_dtype", l.GEMMDtype)
 			k.str(p+".kv_dtype", l.KVDtype)
@@ -575,7 +538,7 @@ func (c *Coefficients) validate(file string) error {
 		}
 		k.prov(p+".provenance", l.Provenance)
 	}
-	c.validateGDN(k)
+	c.validateGDN(k, dup)
 	return k.err
 }
 
@@ -780,6 +743,7 @@ func (c *Coefficients) clone() *Coefficients {
 	d.DSV4Prefill = cloneLaws(c.DSV4Prefill)
 	d.MHC = cloneLaws(c.MHC)
 	d.MoE = cloneLaws(c.MoE)
+	d.GDN = cloneLaws(c.GDN)
 	d.Comm = append([]CommLaw(nil), c.Comm...)
 	for i := range d.Comm {
 		d.Comm[i].Points = append([]CommPoint(nil), c.Comm[i].Points...)

@@ -29,6 +29,8 @@ type GDNLaw struct {
 	Provenance Provenance `yaml:"provenance"`
 }
 
+func (l *GDNLaw) provenance() *Provenance { return &l.Provenance }
+
 // GDN kernel sources, as the measured tables name them.
 const (
 	GDNConvPrefill = "causal_conv1d_fn"
@@ -39,20 +41,10 @@ const (
 
 // GDNFor returns the law of a GDN kernel source.
 func (c *Coefficients) GDNFor(kernel string) (*GDNLaw, error) {
-	for i := range c.GDN {
-		if c.GDN[i].Kernel == kernel {
-			return &c.GDN[i], nil
-		}
-	}
-	return nil, c.missing("gdn", "kernel", kernel, func(yield func(string)) {
-		for _, l := range c.GDN {
-			yield(l.Kernel)
-		}
-	})
+	return lawFor(c, "gdn", "kernel", c.GDN, func(l *GDNLaw) []string { return []string{l.Kernel} }, kernel)
 }
 
-func (c *Coefficients) validateGDN(k *checker) {
-	seen := map[string]bool{}
+func (c *Coefficients) validateGDN(k *checker, dup func(section, id string)) {
 	for i, l := range c.GDN {
 		p := fmt.Sprintf("gdn[%d]", i)
 		switch l.Kernel {
@@ -67,10 +59,7 @@ func (c *Coefficients) validateGDN(k *checker) {
 		default:
 			k.failf(p+".kernel", "%q is not one of %s, %s, %s, %s", l.Kernel, GDNConvPrefill, GDNConvDecode, GDNRulePrefill, GDNRuleDecode)
 		}
-		if seen[l.Kernel] {
-			k.failf("gdn", "%q appears twice", l.Kernel)
-		}
-		seen[l.Kernel] = true
+		dup("gdn", l.Kernel)
 		k.num(p+".t0_s", l.T0, 0, maxSeconds)
 		k.num(p+".bw_eff", l.BWEff, 1e-6, maxEff)
 		k.num(p+".flop_eff", l.FLOPEff, 0, maxEff)

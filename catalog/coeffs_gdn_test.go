@@ -40,3 +40,36 @@ func TestGDNLawsStrict(t *testing.T) {
 		t.Errorf("GDNFor(kda) = %v", err)
 	}
 }
+
+// Each lookup's GDN laws are its own: a caller's edit, or a borrowing
+// chip's resolve (b300 prices with b200's laws at its own bandwidth),
+// leaves every other lookup's laws as they were.
+func TestGDNLawsNotShared(t *testing.T) {
+	b200, err := LookupCoefficients("b200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := LookupChip("b200")
+	b300, err := LookupCoefficients("b300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch300, _ := LookupChip("b300")
+	if ch.MemBW == ch300.MemBW {
+		t.Fatalf("fixture: b200 and b300 share a bandwidth %g", ch.MemBW)
+	}
+	if len(b200.GDN) == 0 || len(b300.GDN) != len(b200.GDN) {
+		t.Fatalf("b200 %d GDN laws, b300 %d", len(b200.GDN), len(b300.GDN))
+	}
+	for i := range b200.GDN {
+		if b200.GDN[i].MemBW != ch.MemBW || b300.GDN[i].MemBW != ch300.MemBW {
+			t.Errorf("gdn[%d]: b200 bandwidth %g (want %g), b300 %g (want %g)", i, b200.GDN[i].MemBW, ch.MemBW, b300.GDN[i].MemBW, ch300.MemBW)
+		}
+	}
+	b200.GDN[0].T0 = -1
+	b200.GDN[0].Provenance.Files[0] = "x"
+	again, _ := LookupCoefficients("b200")
+	if again.GDN[0].T0 == -1 || again.GDN[0].Provenance.Files[0] == "x" {
+		t.Error("LookupCoefficients shares GDN laws between callers")
+	}
+}

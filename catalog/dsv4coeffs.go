@@ -76,36 +76,22 @@ func (c *Coefficients) DSV4PrefillFor(kind, gemmDtype, kvDtype string) (*DSV4Att
 }
 
 func (c *Coefficients) dsv4For(section string, laws []DSV4AttnLaw, kind, gemmDtype, kvDtype string) (*DSV4AttnLaw, error) {
-	for i := range laws {
-		if laws[i].Kind == kind && laws[i].GEMMDtype == gemmDtype && laws[i].KVDtype == kvDtype {
-			return &laws[i], nil
-		}
-	}
-	return nil, c.missing(section, "kind/gemm_dtype/kv_dtype", kind+"/"+gemmDtype+"/"+kvDtype, func(yield func(string)) {
-		for _, l := range laws {
-			yield(l.Kind + "/" + l.GEMMDtype + "/" + l.KVDtype)
-		}
-	})
+	return lawFor(c, section, "kind/gemm_dtype/kv_dtype", laws, func(l *DSV4AttnLaw) []string { return []string{l.Kind, l.GEMMDtype, l.KVDtype} }, kind, gemmDtype, kvDtype)
 }
 
 // MHCFor returns the mHC law for op (pre, post).
 func (c *Coefficients) MHCFor(op string) (*MHCLaw, error) {
-	for i := range c.MHC {
-		if c.MHC[i].Op == op {
-			return &c.MHC[i], nil
-		}
-	}
-	return nil, c.missing("mhc", "op", op, func(yield func(string)) {
-		for _, l := range c.MHC {
-			yield(l.Op)
-		}
-	})
+	return lawFor(c, "mhc", "op", c.MHC, func(l *MHCLaw) []string { return []string{l.Op} }, op)
 }
 
 // validateDSV4 checks the DeepSeek-V4 sections.
 func (c *Coefficients) validateDSV4(k *checker, dup func(section, id string)) {
-	for sec, laws := range map[string][]DSV4AttnLaw{"dsv4_attention_decode": c.DSV4Decode, "dsv4_attention_prefill": c.DSV4Prefill} {
-		for i, l := range laws {
+	for _, s := range []struct {
+		sec  string
+		laws []DSV4AttnLaw
+	}{{"dsv4_attention_decode", c.DSV4Decode}, {"dsv4_attention_prefill", c.DSV4Prefill}} { // in file order
+		sec := s.sec
+		for i, l := range s.laws {
 			p := fmt.Sprintf("%s[%d]", sec, i)
 			if l.Kind != "csa" && l.Kind != "hca" {
 				k.failf(p+".kind", "%q is not csa or hca", l.Kind)
@@ -127,8 +113,11 @@ func (c *Coefficients) validateDSV4(k *checker, dup func(section, id string)) {
 			k.num(p+".per_token_s", l.PerToken, 0, maxSeconds)
 			k.num(p+".indexer_per_pair_s", l.IndexerPerPair, 0, maxSeconds)
 			k.num(p+".per_cached_entry_s", l.PerCachedEntry, 0, maxSeconds)
-			if l.Kind == "hca" && (l.IndexerPerToken != 0 || l.IndexerPerPair != 0) {
+			if l.Kind == "hca" && l.IndexerPerToken != 0 {
 				k.failf(p+".indexer_per_token_s", "an hca law has no indexer")
+			}
+			if l.Kind == "hca" && l.IndexerPerPair != 0 {
+				k.failf(p+".indexer_per_pair_s", "an hca law has no indexer")
 			}
 			k.prov(p+".provenance", l.Provenance)
 		}

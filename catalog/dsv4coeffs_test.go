@@ -77,6 +77,7 @@ func TestDSV4ParseStrict(t *testing.T) {
 		{"unknown key", replace("    attn_eff:", "    attn_speed: 1\n    attn_eff:"), "attn_speed"},
 		{"negative attention efficiency", replace("    attn_eff: ", "    attn_eff: -"), `attn_eff": -`},
 		{"hca with an indexer", replace("  - kind: hca\n", "  - kind: hca\n    indexer_per_token_s: 1e-10\n"), "an hca law has no indexer"},
+		{"hca with an indexer pair cost", replace("  - kind: hca\n", "  - kind: hca\n    indexer_per_pair_s: 1e-10\n"), `key "dsv4_attention_decode[1].indexer_per_pair_s": an hca law has no indexer`},
 		{"duplicate law", replace("  - kind: hca\n", "  - kind: csa\n"), `"csa/fp8_block/fp8" appears twice`},
 		{"bad mhc op", replace("  - op: pre\n", "  - op: mid\n"), `key "mhc[0].op": "mid" is not pre or post`},
 		{"mhc without provenance files", replace("        - data/ops/h100_sxm/mhc/vllm/0.24.0/mhc_module_perf.parquet\n", ""), `mhc[0].provenance.files": missing`},
@@ -85,6 +86,34 @@ func TestDSV4ParseStrict(t *testing.T) {
 		_, err := ParseCoefficients("h100.yaml", []byte(c.data))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A file with faults in several sections reports the same one every
+// time, the first in the file's order, never one map iteration picked.
+func TestCoefficientErrorsDeterministic(t *testing.T) {
+	good := string(h100File(t))
+	spoil := func(secs []string, first, bad string) string {
+		t.Helper()
+		out := good
+		for _, sec := range secs {
+			old := sec + ":\n  - " + first
+			if !strings.Contains(out, old) {
+				t.Fatalf("fixture lacks %q", old)
+			}
+			out = strings.Replace(out, old, sec+":\n  - "+bad, 1)
+		}
+		return out
+	}
+	for _, c := range []struct{ data, want string }{
+		{spoil([]string{"mla_decode", "mla_prefill", "dsa_decode", "dsa_prefill"}, "gemm_dtype: ", `gemm_dtype: " " # `), `key "mla_decode[0].gemm_dtype": missing`},
+		{spoil([]string{"dsv4_attention_decode", "dsv4_attention_prefill"}, "kind: csa\n", "kind: swa\n"), `key "dsv4_attention_decode[0].kind"`},
+	} {
+		for try := range 40 {
+			if _, err := ParseCoefficients("h100.yaml", []byte(c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("try %d: err = %v, want it to contain %q", try, err, c.want)
+			}
 		}
 	}
 }

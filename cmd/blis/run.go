@@ -722,24 +722,20 @@ func printPlan(w io.Writer, r *scenario.Resolved) error {
 	if m.KVNote != "" {
 		fmt.Fprintf(bw, "KV cache groups: %s\n", m.KVNote)
 	} else if l := m.KVCache; l.Groups > 1 {
-		sliding := 0
-		for g := 0; g < l.Groups; g++ {
-			if l.IsSliding(g) {
-				sliding++
-			}
-		}
-		if l.Mamba != 0 {
-			mamba := 0
-			for g := 0; g < l.Groups; g++ {
-				if l.IsMamba(g) {
-					mamba++
+		count := func(is func(g int) bool) (n int) {
+			for g := range l.Groups {
+				if is(g) {
+					n++
 				}
 			}
+			return n
+		}
+		if l.Mamba != 0 {
 			fmt.Fprintf(bw, "KV cache groups: %d of %d layers sharing the pool (%d of them Gated DeltaNet state groups, where a request holds one block; blocks of %d tokens); tokens = blocks / groups × block size, as vLLM reports them\n",
-				l.Groups, l.GroupSize, mamba, l.BlockSize)
+				l.Groups, l.GroupSize, count(l.IsMamba), l.BlockSize)
 		} else {
 			fmt.Fprintf(bw, "KV cache groups: %d of %d layers sharing the pool (%d sliding-window of %d tokens); tokens = blocks / groups × block size, as vLLM reports them\n",
-				l.Groups, l.GroupSize, sliding, l.Window)
+				l.Groups, l.GroupSize, count(l.IsSliding), l.Window)
 		}
 	}
 	if e := kernel.EngramPlan(r.Deployment); e != "" {
