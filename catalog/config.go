@@ -155,6 +155,14 @@ func (c cfg) optPosFloat(key string, def float64) (float64, error) {
 	return f, nil
 }
 
+// reqPosFloat requires the key and a finite number above zero.
+func (c cfg) reqPosFloat(key string) (float64, error) {
+	if _, ok := c.get(key); !ok {
+		return 0, c.errf(key, "missing")
+	}
+	return c.optPosFloat(key, 0)
+}
+
 // int returns the key's integer value; ok is false when absent or null.
 func (c cfg) int(key string) (v int, ok bool, err error) {
 	raw, ok := c.get(key)
