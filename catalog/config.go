@@ -123,6 +123,13 @@ func jsonKind(v any) string {
 }
 
 func (c cfg) asInt(key string, v any) (int, error) {
+	i, err := c.asIntUpTo(key, v, maxConfigInt)
+	return int(i), err
+}
+
+// asIntUpTo reads an integer in [0, limit]; asInt's limit is maxConfigInt,
+// Engram's row counts take a larger one.
+func (c cfg) asIntUpTo(key string, v any, limit int64) (int64, error) {
 	n, ok := v.(json.Number)
 	if !ok {
 		return 0, c.errf(key, "is %s, want an integer", jsonKind(v))
@@ -131,10 +138,10 @@ func (c cfg) asInt(key string, v any) (int, error) {
 	if err != nil {
 		return 0, c.errf(key, "%s is not an integer", n.String())
 	}
-	if i < 0 || i > maxConfigInt {
-		return 0, c.errf(key, "%d is out of range [0, %d]", i, maxConfigInt)
+	if i < 0 || i > limit {
+		return 0, c.errf(key, "%d is out of range [0, %d]", i, limit)
 	}
-	return int(i), nil
+	return i, nil
 }
 
 // optPosFloat returns the key's value, a finite number above zero, or def

@@ -1,9 +1,6 @@
 package catalog
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // Engram is a model's conditional memory (DeepSeek's Engram, arXiv
 // 2601.07372, as DeepSeek-V4.1-Flash ships it): at each Engram layer every
@@ -35,6 +32,10 @@ type Engram struct {
 	ValueBytes       float64
 	ScaleBytesPerRow float64
 }
+
+// maxEngramRows bounds a table's row count (engram_num_embeddings), which
+// may exceed maxConfigInt, so that products with row sizes stay exact.
+const maxEngramRows = 1 << 40
 
 // engramScaleBlock is the values per ue8m0 block scale in an Engram row
 // (DeepSeek-V4.1's fp8 weight_block_size 32).
@@ -101,7 +102,7 @@ func (c cfg) parseEngram(m *Model) error {
 		seen[l] = true
 	}
 	for i, v := range rowsRaw {
-		n, err := c.asInt64(fmt.Sprintf("engram_num_embeddings[%d]", i), v)
+		n, err := c.asIntUpTo(fmt.Sprintf("engram_num_embeddings[%d]", i), v, maxEngramRows)
 		if err != nil {
 			return err
 		}
@@ -125,22 +126,4 @@ func (c cfg) parseEngram(m *Model) error {
 	e.ScaleBytesPerRow = float64((e.HeadDim + engramScaleBlock - 1) / engramScaleBlock)
 	m.Engram = e
 	return nil
-}
-
-// asInt64 reads a non-negative integer that may exceed maxConfigInt (table
-// row counts), bounded so that products with row sizes stay exact.
-func (c cfg) asInt64(key string, v any) (int64, error) {
-	const maxRows = 1 << 40
-	num, ok := v.(json.Number)
-	if !ok {
-		return 0, c.errf(key, "is %s, want an integer", jsonKind(v))
-	}
-	n, err := num.Int64()
-	if err != nil {
-		return 0, c.errf(key, "%s is not an integer", num.String())
-	}
-	if n < 0 || n > maxRows {
-		return 0, c.errf(key, "%d is out of range [0, %d]", n, int64(maxRows))
-	}
-	return n, nil
 }
