@@ -48,23 +48,20 @@ func (e *Engram) HashHeads() int { return (e.MaxNgram - 1) * e.Heads }
 // RowBytes is one table row with its scales.
 func (e *Engram) RowBytes() float64 { return float64(e.HeadDim)*e.ValueBytes + e.ScaleBytesPerRow }
 
-// TableBytes is every Engram table's size, all ranks together.
-func (e *Engram) TableBytes() float64 {
+// totalRows is the row count of every Engram table together.
+func (e *Engram) totalRows() float64 {
 	var rows int64
 	for _, r := range e.Rows {
 		rows += r
 	}
-	return float64(rows) * e.RowBytes()
+	return float64(rows)
 }
 
+// TableBytes is every Engram table's size, all ranks together.
+func (e *Engram) TableBytes() float64 { return e.totalRows() * e.RowBytes() }
+
 // Params counts the tables' values (what a parameter count includes).
-func (e *Engram) Params() float64 {
-	var rows int64
-	for _, r := range e.Rows {
-		rows += r
-	}
-	return float64(rows) * float64(e.HeadDim)
-}
+func (e *Engram) Params() float64 { return e.totalRows() * float64(e.HeadDim) }
 
 // GatherBytesPerToken is what one token's lookups read over every Engram
 // layer, all ranks together.
