@@ -644,50 +644,34 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		return b.qwen35Graph(g)
 	}
 
-	// Classify every layer, then keep the distinct kinds in order of first appearance.
 	type kindKey struct {
 		moe    bool
 		window int
 		nope   bool
 	}
-	var keys []kindKey
-	index := map[kindKey]int{}
-	perLayer := make([]string, m.NumLayers)
-	for i := 0; i < m.NumLayers; i++ {
+	groupLayers(g, m.NumLayers, func(i int) kindKey {
 		k := kindKey{moe: len(m.MoELayers) > 0 && m.MoELayers[i]}
 		if f.sliding && len(m.SlidingLayers) > 0 && m.SlidingLayers[i] {
 			k.window = m.SlidingWindow
 		}
 		k.nope = len(m.NoPELayers) > 0 && m.NoPELayers[i]
-		j, seen := index[k]
-		if !seen {
-			j = len(keys)
-			index[k] = j
-			keys = append(keys, k)
-			name := "dense"
-			if k.moe {
-				name = "moe"
-			}
-			switch {
-			case k.window > 0 && m.AttentionChunk > 0:
-				name += "_chunked"
-			case k.window > 0:
-				name += "_sliding"
-			}
-			if k.nope {
-				name += "_nope"
-			}
-			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: b.layerOps(k.moe, k.window, k.nope)})
+		return k
+	}, func(k kindKey) LayerKind {
+		name := "dense"
+		if k.moe {
+			name = "moe"
 		}
-		g.Layers[j].Count++
-		perLayer[i] = g.Layers[j].Name
-	}
-	for i := range g.Layers {
-		if a := g.Layers[i].Attention(); a != nil {
-			g.Layers[i].KVCacheElems = a.KVCacheElems
+		switch {
+		case k.window > 0 && m.AttentionChunk > 0:
+			name += "_chunked"
+		case k.window > 0:
+			name += "_sliding"
 		}
-	}
-	g.Stack = stackRuns(perLayer)
+		if k.nope {
+			name += "_nope"
+		}
+		return LayerKind{Name: name, Ops: b.layerOps(k.moe, k.window, k.nope)}
+	})
 
 	if !f.sliding && m.SlidingWindowLayers > 0 {
 		g.Notes = append(g.Notes, fmt.Sprintf("the config sets a %d-token sliding window, which vLLM's %s module ignores: every layer attends to the full context", m.SlidingWindow, f.name))
@@ -1021,6 +1005,32 @@ func (b *builder) deepseekMTP() *Draft {
 	return &Draft{Method: "mtp", Mirrors: srcDeepseekMT, Layers: []LayerKind{{
 		Name: name, Count: m.NumNextNLayers, Ops: ops, KVCacheElems: m.KVLoraRank + m.QKRopeHeadDim,
 	}}}
+}
+
+// groupLayers fills g's layer kinds and stack from its n decoder layers:
+// key classifies layer i, kind builds the LayerKind of a key the first time
+// it appears (kinds stay in order of first appearance), each kind is
+// counted and given its attention's per-token KV-cache elements, and the
+// per-layer sequence is compressed into runs.
+func groupLayers[K comparable](g *Graph, n int, key func(i int) K, kind func(K) LayerKind) {
+	index := map[K]int{}
+	perLayer := make([]string, n)
+	for i := range n {
+		k := key(i)
+		j, seen := index[k]
+		if !seen {
+			j = len(g.Layers)
+			index[k] = j
+			lk := kind(k)
+			if a := lk.Attention(); a != nil {
+				lk.KVCacheElems = a.KVCacheElems
+			}
+			g.Layers = append(g.Layers, lk)
+		}
+		g.Layers[j].Count++
+		perLayer[i] = g.Layers[j].Name
+	}
+	g.Stack = stackRuns(perLayer)
 }
 
 // stackRuns compresses the per-layer kinds into runs, trying a repeating

@@ -89,36 +89,23 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	g.Head = append([]Op{elementwise("hc_post", b.bytes((1+2*hc)*H), ShardReplicated)}, g.Head...)
 
 	type key struct {
-		ratio, hash int
-		engram      bool
+		ratio        int
+		hash, engram bool
 	}
-	index := map[key]int{}
-	perLayer := make([]string, m.NumLayers)
-	for i := 0; i < m.NumLayers; i++ {
-		k := key{ratio: m.CompressRatios[i]}
-		if i < m.NumHashLayers {
-			k.hash = 1
+	groupLayers(g, m.NumLayers, func(i int) key {
+		return key{ratio: m.CompressRatios[i], hash: i < m.NumHashLayers, engram: m.isEngramLayer(i)}
+	}, func(k key) LayerKind {
+		name := map[int]string{0: "swa", 4: "csa", 128: "hca"}[k.ratio]
+		if k.hash {
+			name += "_hash"
 		}
-		k.engram = m.isEngramLayer(i)
-		j, seen := index[k]
-		if !seen {
-			j = len(g.Layers)
-			index[k] = j
-			name := map[int]string{0: "swa", 4: "csa", 128: "hca"}[k.ratio]
-			if k.hash == 1 {
-				name += "_hash"
-			}
-			ops := b.dsv4LayerOps(k.ratio, k.hash == 1)
-			if k.engram {
-				name += "_engram"
-				ops = append(b.engramOps(), ops...)
-			}
-			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: ops})
+		ops := b.dsv4LayerOps(k.ratio, k.hash)
+		if k.engram {
+			name += "_engram"
+			ops = append(b.engramOps(), ops...)
 		}
-		g.Layers[j].Count++
-		perLayer[i] = g.Layers[j].Name
-	}
-	g.Stack = stackRuns(perLayer)
+		return LayerKind{Name: name, Ops: ops}
+	})
 	if m.NumNextNLayers > 0 {
 		g.Draft = b.dsv4MTP()
 	}
