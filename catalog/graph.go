@@ -583,6 +583,19 @@ type builder struct {
 	vocab                     int
 }
 
+// newBuilder starts m's graph derivation: the activation size and dtype,
+// the padded vocabulary and the attention weights' dtype; the derivers
+// set the dense and expert dtypes their families call for.
+func newBuilder(m *Model, f family) *builder {
+	b := &builder{m: m, f: f, b: m.DtypeBytes, act: shortDtype(m.Dtype), H: m.HiddenSize,
+		vocab: ceilDiv(m.VocabSize, vocabPaddingSize) * vocabPaddingSize}
+	if b.b <= 0 {
+		b.b = 2
+	}
+	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	return b
+}
+
 // DeriveGraph builds m's operator graph from its parsed config. The
 // families covered are those in graphFamilies; any other architecture is
 // an error that names it.
@@ -609,12 +622,7 @@ func DeriveGraph(m *Model) (*Graph, error) {
 	if len(m.MoELayers) != 0 && len(m.MoELayers) != m.NumLayers || len(m.SlidingLayers) != 0 && len(m.SlidingLayers) != m.NumLayers {
 		return nil, fmt.Errorf("%s: per-layer tables do not match num_hidden_layers %d", m.ID, m.NumLayers)
 	}
-	b := &builder{m: m, f: f, b: m.DtypeBytes, act: shortDtype(m.Dtype), H: m.HiddenSize,
-		vocab: ceilDiv(m.VocabSize, vocabPaddingSize) * vocabPaddingSize}
-	if b.b <= 0 {
-		b.b = 2
-	}
-	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	b := newBuilder(m, f)
 	b.denseDt = b.partDtype(m.DenseWeightDtype, m.DenseWeightBytesPerParam)
 	b.expertDt = b.weightDtype(m.WeightBytesPerParam)
 

@@ -61,12 +61,7 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	if len(m.CompressRatios) != m.NumLayers || !m.IsMoE() || m.HCMult < 1 || m.OGroups < 1 {
 		return nil, fmt.Errorf("%s: %s config is incomplete (compress_ratios, experts, hc_mult, o_groups)", m.ID, m.Architecture)
 	}
-	b := &builder{m: m, f: f, b: m.DtypeBytes, act: shortDtype(m.Dtype), H: m.HiddenSize,
-		vocab: ceilDiv(m.VocabSize, vocabPaddingSize) * vocabPaddingSize}
-	if b.b <= 0 {
-		b.b = 2
-	}
-	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	b := newBuilder(m, f)
 	b.denseDt = b.attnDt
 	b.expertDt = b.attnDt
 	switch m.ExpertDtype {
