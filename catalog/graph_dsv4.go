@@ -121,6 +121,16 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	return g, nil
 }
 
+// dsv4Coff is a compressor's overlap factor (DeepseekCompressor's coff):
+// ratio-4 compressors pool overlapping windows of twice the ratio, with
+// twice the kv and score channels; the others pool disjoint windows.
+func dsv4Coff(ratio int) int {
+	if ratio == 4 {
+		return 2
+	}
+	return 1
+}
+
 // dsv4Attention is the attention kernel of a layer of compress ratio
 // ratio (0: sliding window only), with the per-token cache components
 // vLLM allocates for it (deepseek_v4_attention.py: DeepseekV4SWACache,
@@ -137,10 +147,7 @@ func (b *builder) dsv4Attention(ratio int) *Attention {
 	if ratio == 0 {
 		return a
 	}
-	coff := 1
-	if ratio == 4 {
-		coff = 2
-	}
+	coff := dsv4Coff(ratio)
 	a.StateTokens, a.StateBytes = coff*ratio, 2*coff*m.HeadDim*4
 	a.Kind = AttnDSV4HCA
 	if ratio == 4 {
@@ -208,10 +215,7 @@ func (b *builder) dsv4AttentionOps(ratio int) []Op {
 		elementwise("q_norm_rope_kv_insert", b.bytes(2*h*d+d)+float64(dsv4EntryBytes(m)), ShardSplit),
 	}
 	if ratio > 0 {
-		coff := 1
-		if ratio == 4 {
-			coff = 2
-		}
+		coff := dsv4Coff(ratio)
 		ops = append(ops,
 			gemm("compressor.fused_wkv_wgate", 2*coff*d, H, b.act, ShardReplicated),
 			// kv and score states (fp32) written, the window's states read
@@ -341,10 +345,7 @@ func (m *Model) DSV4LayerParams(ratio int, hash bool) DSV4LayerParams {
 	mix := (2 + hc) * hc
 	p.FP32 = 2*(mix*hc*H+mix+3) + h
 	compressor := func(dim float64, ratio int) {
-		coff := 1.0
-		if ratio == 4 {
-			coff = 2
-		}
+		coff := float64(dsv4Coff(ratio))
 		p.BF16 += H * 2 * coff * dim
 		p.FP32 += float64(ratio) * coff * dim
 		p.Norms += dim
