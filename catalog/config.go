@@ -1321,6 +1321,9 @@ func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
 	if main == nil {
 		main = attn
 	}
+	if main == nil {
+		return q.errf("quantized_layers", "quantizes none of the attention, MLP or expert modules (only the LM head or embeddings, which are priced in %s)", m.Dtype)
+	}
 	m.setQuant("modelopt", main.dtype, main.bpp, excl)
 	m.ActDtype, m.WeightGroup = main.act, main.group
 	m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = m.DtypeBytes, m.DtypeBytes
@@ -1331,8 +1334,9 @@ func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
 	if dense != nil && !excl.dense && !excl.shared {
 		m.DenseWeightBytesPerParam, m.DenseWeightDtype = dense.bpp, dense.dtype
 	}
-	if experts == nil && dense != nil && m.NumExperts > 0 {
-		m.WeightBytesPerParam = m.DtypeBytes // routed experts unlisted: unquantized
+	if m.NumExperts > 0 && experts == nil || m.NumExperts == 0 && dense == nil {
+		// The routed experts (a dense model's MLPs) are unlisted: unquantized.
+		m.WeightBytesPerParam = m.DtypeBytes
 	}
 	m.QuantScheme = fmt.Sprintf("mixed (ModelOpt): %s", mixedWord(experts, attn, dense))
 	return nil
