@@ -323,6 +323,10 @@ func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
 	ctxWrite := elementwise("context_kv_write", float64(mtp.KVCacheElems)*b, ShardReplicated)
 	if a := dr.Stage.Attention(); a != nil && a.KVCacheShard == "heads" {
 		ctxWrite.Shard = ShardSplit
+	} else if a != nil && a.EntryBytes > 0 {
+		// DeepSeek-V4: each context token's entry is stored in the
+		// fp8_ds_mla layout (EntryBytes), which KVCacheElems does not count.
+		ctxWrite.BytesPerToken = float64(a.EntryBytes)
 	}
 	for range DSparkStages {
 		dr.Context = append(dr.Context, ctxKV, ctxWrite)
