@@ -257,12 +257,9 @@ func (b *builder) dsv4MoEOps(hash bool) []Op {
 		// tid2eid: top-k int32 expert ids gathered per token.
 		ops = append(ops, elementwise("hash_route", float64(4*m.ExpertsPerToken), ShardReplicated))
 	}
+	// The shared experts are fp8 block linears like attention's
+	// (deriveDSV4 sets denseDt to attnDt).
 	ops = append(ops, b.mlpOps("shared_experts.", m.NumSharedExperts*m.SharedExpertIntermediateSize, false, false)...)
-	for i := range ops {
-		if ops[i].Kind == OpGEMM && ops[i].Name != "gate" {
-			ops[i].Dtype = b.attnDt // shared experts: fp8 block linears
-		}
-	}
 	return append(ops,
 		collective("experts.dispatch", GroupDP, "all_gather", b.bytes(b.H)+float64(m.NumExperts)*4),
 		Op{Kind: OpMoE, Name: "experts", Shard: ShardExperts, MoE: &MoE{
