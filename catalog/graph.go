@@ -334,19 +334,25 @@ var mlaModuleOps = map[string]bool{
 	"indexer.wq_b": true, "indexer.wk": true, "indexer.k_norm": true, "indexer.weights_proj": true, "indexer.rotary_emb": true,
 }
 
+// attnModuleOps names, for each attention kind priced as a whole module,
+// the operators that module runs beside the attention kernel: MLA and DSA
+// (mlaModuleOps) and DeepSeek-V4's three kinds (dsv4ModuleOps).
+var attnModuleOps = map[string]map[string]bool{
+	"mla": mlaModuleOps, "dsa": mlaModuleOps,
+	AttnDSV4SWA: dsv4ModuleOps, AttnDSV4CSA: dsv4ModuleOps, AttnDSV4HCA: dsv4ModuleOps,
+}
+
 // InAttentionModule reports whether op runs inside the kind's attention
 // module beside the attention kernel, so that a price measured on the
-// whole module (the MLA module tables) already covers it. Only MLA layers
-// have such a module; in other layers every operator stands alone.
+// whole module (the MLA and DeepSeek-V4 module tables) already covers it.
+// Only those layers have such a module; in other layers every operator
+// stands alone.
 func (k *LayerKind) InAttentionModule(op *Op) bool {
 	a := k.Attention()
-	if a != nil && isDSV4Attn(a.Kind) {
-		return op.Attn == nil && dsv4ModuleOp(op)
-	}
-	if a == nil || (a.Kind != "mla" && a.Kind != "dsa") || op.Attn != nil {
+	if a == nil || op.Attn != nil {
 		return false
 	}
-	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && mlaModuleOps[op.Name]
+	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && attnModuleOps[a.Kind][op.Name]
 }
 
 // MoE returns the kind's routed experts, or nil for a dense layer.

@@ -23,10 +23,6 @@ const (
 	AttnDSV4HCA = "dsv4_hca" // heavily compressed attention (ratio 128)
 )
 
-func isDSV4Attn(kind string) bool {
-	return kind == AttnDSV4SWA || kind == AttnDSV4CSA || kind == AttnDSV4HCA
-}
-
 // dsv4EntryBytes is one DeepSeek-V4 KV cache entry (a raw window token or
 // a compressed entry) in vLLM's fp8_ds_mla layout: the 448 no-RoPE dims in
 // fp8, the 64 RoPE dims in bf16, 7 ue8m0 scales (one per 64) and one pad
@@ -48,10 +44,6 @@ var dsv4ModuleOps = map[string]bool{
 	"indexer.wq_b": true, "indexer.weights_proj": true, "indexer.compressor.fused_wkv_wgate": true,
 	"indexer.compressor.compress": true, "indexer.q_rope_quant": true,
 	"inv_rope_fp8_quant": true, "wo_a": true, "wo_b": true,
-}
-
-func dsv4ModuleOp(op *Op) bool {
-	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && dsv4ModuleOps[op.Name]
 }
 
 // deriveDSV4 builds DeepSeek-V4's graph. Every layer is a MoE layer; the
