@@ -751,11 +751,8 @@ func (b *builder) weightDtype(bpp float64) string {
 // checkpoint differs from the experts'. A Model built without part formats
 // (a literal in a test) falls back to the bytes-per-parameter rule.
 func (b *builder) partDtype(dtype string, bpp float64) string {
-	if dtype == "" {
-		return b.weightDtype(bpp)
-	}
-	if bpp >= b.m.DtypeBytes {
-		return b.act
+	if dtype == "" || bpp >= b.m.DtypeBytes {
+		return b.weightDtype(bpp) // the activation dtype when unquantized
 	}
 	return shortDtype(dtype)
 }
