@@ -123,6 +123,13 @@ func jsonKind(v any) string {
 }
 
 func (c cfg) asInt(key string, v any) (int, error) {
+	i, err := c.asIntUpTo(key, v, maxConfigInt)
+	return int(i), err
+}
+
+// asIntUpTo reads an integer in [0, limit]; asInt's limit is maxConfigInt,
+// Engram's row counts take a larger one.
+func (c cfg) asIntUpTo(key string, v any, limit int64) (int64, error) {
 	n, ok := v.(json.Number)
 	if !ok {
 		return 0, c.errf(key, "is %s, want an integer", jsonKind(v))
@@ -131,10 +138,10 @@ func (c cfg) asInt(key string, v any) (int, error) {
 	if err != nil {
 		return 0, c.errf(key, "%s is not an integer", n.String())
 	}
-	if i < 0 || i > maxConfigInt {
-		return 0, c.errf(key, "%d is out of range [0, %d]", i, maxConfigInt)
+	if i < 0 || i > limit {
+		return 0, c.errf(key, "%d is out of range [0, %d]", i, limit)
 	}
-	return int(i), nil
+	return i, nil
 }
 
 // optPosFloat returns the key's value, a finite number above zero, or def
@@ -153,6 +160,14 @@ func (c cfg) optPosFloat(key string, def float64) (float64, error) {
 		return 0, c.errf(key, "%s is not a finite number above zero", n.String())
 	}
 	return f, nil
+}
+
+// reqPosFloat requires the key and a finite number above zero.
+func (c cfg) reqPosFloat(key string) (float64, error) {
+	if _, ok := c.get(key); !ok {
+		return 0, c.errf(key, "missing")
+	}
+	return c.optPosFloat(key, 0)
 }
 
 // int returns the key's integer value; ok is false when absent or null.
@@ -1306,6 +1321,9 @@ func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
 	if main == nil {
 		main = attn
 	}
+	if main == nil {
+		return q.errf("quantized_layers", "quantizes none of the attention, MLP or expert modules (only the LM head or embeddings, which are priced in %s)", m.Dtype)
+	}
 	m.setQuant("modelopt", main.dtype, main.bpp, excl)
 	m.ActDtype, m.WeightGroup = main.act, main.group
 	m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam = m.DtypeBytes, m.DtypeBytes
@@ -1316,8 +1334,9 @@ func (q cfg) applyModelOptMixed(m *Model, excl exclusions) error {
 	if dense != nil && !excl.dense && !excl.shared {
 		m.DenseWeightBytesPerParam, m.DenseWeightDtype = dense.bpp, dense.dtype
 	}
-	if experts == nil && dense != nil && m.NumExperts > 0 {
-		m.WeightBytesPerParam = m.DtypeBytes // routed experts unlisted: unquantized
+	if m.NumExperts > 0 && experts == nil || m.NumExperts == 0 && dense == nil {
+		// The routed experts (a dense model's MLPs) are unlisted: unquantized.
+		m.WeightBytesPerParam = m.DtypeBytes
 	}
 	m.QuantScheme = fmt.Sprintf("mixed (ModelOpt): %s", mixedWord(experts, attn, dense))
 	return nil

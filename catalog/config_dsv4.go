@@ -1,10 +1,6 @@
 package catalog
 
-import (
-	"encoding/json"
-	"math"
-	"strings"
-)
+import "strings"
 
 // archDSV4 is DeepSeek-V4's architectures[0].
 const archDSV4 = "DeepseekV4ForCausalLM"
@@ -158,23 +154,6 @@ func (c cfg) applyDSV4ExpertDtype(m *Model) error {
 		return c.errf("expert_dtype", "unsupported %q (supported: fp4, fp8)", dt)
 	}
 	return nil
-}
-
-// reqPosFloat requires the key and a finite number above zero.
-func (c cfg) reqPosFloat(key string) (float64, error) {
-	v, ok := c.get(key)
-	if !ok {
-		return 0, c.errf(key, "missing")
-	}
-	n, isNum := v.(json.Number)
-	if !isNum {
-		return 0, c.errf(key, "is %s, want a number", jsonKind(v))
-	}
-	f, err := n.Float64()
-	if err != nil || f <= 0 || math.IsInf(f, 0) {
-		return 0, c.errf(key, "%s is not a finite number above zero", n.String())
-	}
-	return f, nil
 }
 
 // dsv4MoEQuantAlgo is the quantization_config's moe_quant_algo, upper

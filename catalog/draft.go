@@ -90,11 +90,7 @@ func DeriveEagleDraft(g *Graph, method string, draftVocab int) (*Draft, error) {
 	if inter == 0 {
 		return nil, fmt.Errorf("%s: the operator graph has no MLP to size an EAGLE head on", g.Model)
 	}
-	b := 2.0
-	switch g.Dtype {
-	case "fp32":
-		b = 4
-	}
+	b := g.actBytes()
 	act := g.Dtype
 	H, h, kv, d := g.Hidden, attn.Heads, attn.KVHeads, attn.HeadDim
 	by := func(elems int) float64 { return float64(elems) * b }
@@ -162,6 +158,15 @@ func DeriveEagleDraft(g *Graph, method string, draftVocab int) (*Draft, error) {
 		}
 	}
 	return dr, nil
+}
+
+// actBytes is the size of one activation element in the graph's dtype,
+// the unit the drafts derived from it count bytes in.
+func (g *Graph) actBytes() float64 {
+	if g.Dtype == "fp32" {
+		return 4
+	}
+	return 2
 }
 
 // NumLayers is the number of draft modules the checkpoint holds, all
@@ -293,10 +298,7 @@ func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
 	if len(dr.Embed) == 0 || len(dr.Head) == 0 {
 		return nil, fmt.Errorf("%s: MTP layer %q has no embedding or LM head", g.Model, mtp.Name)
 	}
-	b := 2.0
-	if g.Dtype == "fp32" {
-		b = 4
-	}
+	b := g.actBytes()
 	H, V := g.Hidden, g.Vocab
 	act := g.Dtype
 	// The context: main_proj and main_norm, then each stage's K/V
@@ -323,6 +325,10 @@ func DeriveDSparkDraft(g *Graph) (*DSparkDraft, error) {
 	ctxWrite := elementwise("context_kv_write", float64(mtp.KVCacheElems)*b, ShardReplicated)
 	if a := dr.Stage.Attention(); a != nil && a.KVCacheShard == "heads" {
 		ctxWrite.Shard = ShardSplit
+	} else if a != nil && a.EntryBytes > 0 {
+		// DeepSeek-V4: each context token's entry is stored in the
+		// fp8_ds_mla layout (EntryBytes), which KVCacheElems does not count.
+		ctxWrite.BytesPerToken = float64(a.EntryBytes)
 	}
 	for range DSparkStages {
 		dr.Context = append(dr.Context, ctxKV, ctxWrite)

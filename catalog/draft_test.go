@@ -160,6 +160,15 @@ func TestDeriveDSparkDraft(t *testing.T) {
 		if n != DSparkStages {
 			t.Errorf("%s: %d context K/V projections, want one per stage (%d)", tc.model, n, DSparkStages)
 		}
+		// Each stage stores every context token's K/V entry: MLA's latent
+		// in the model dtype, DeepSeek-V4's 584-byte fp8_ds_mla entry.
+		wantWrite := float64(st.KVCacheElems) * 2
+		if a := st.Attention(); a != nil && a.EntryBytes > 0 {
+			wantWrite = float64(a.EntryBytes)
+		}
+		if w := findOp(dr.Context, "context_kv_write"); w == nil || w.BytesPerToken != wantWrite || w.BytesPerToken <= 0 {
+			t.Errorf("%s: context write %+v, want %g bytes a token", tc.model, w, wantWrite)
+		}
 		mb := findOp(dr.Markov, "markov_bias")
 		if mb == nil || mb.K != DSparkMarkovRank || mb.N != g.Vocab || mb.Rows != RowsSampled || mb.Shard != ShardColumn {
 			t.Errorf("%s: markov %+v", tc.model, dr.Markov)

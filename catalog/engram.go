@@ -1,9 +1,6 @@
 package catalog
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // Engram is a model's conditional memory (DeepSeek's Engram, arXiv
 // 2601.07372, as DeepSeek-V4.1-Flash ships it): at each Engram layer every
@@ -36,6 +33,10 @@ type Engram struct {
 	ScaleBytesPerRow float64
 }
 
+// maxEngramRows bounds a table's row count (engram_num_embeddings), which
+// may exceed maxConfigInt, so that products with row sizes stay exact.
+const maxEngramRows = 1 << 40
+
 // engramScaleBlock is the values per ue8m0 block scale in an Engram row
 // (DeepSeek-V4.1's fp8 weight_block_size 32).
 const engramScaleBlock = 32
@@ -47,23 +48,20 @@ func (e *Engram) HashHeads() int { return (e.MaxNgram - 1) * e.Heads }
 // RowBytes is one table row with its scales.
 func (e *Engram) RowBytes() float64 { return float64(e.HeadDim)*e.ValueBytes + e.ScaleBytesPerRow }
 
-// TableBytes is every Engram table's size, all ranks together.
-func (e *Engram) TableBytes() float64 {
+// totalRows is the row count of every Engram table together.
+func (e *Engram) totalRows() float64 {
 	var rows int64
 	for _, r := range e.Rows {
 		rows += r
 	}
-	return float64(rows) * e.RowBytes()
+	return float64(rows)
 }
 
+// TableBytes is every Engram table's size, all ranks together.
+func (e *Engram) TableBytes() float64 { return e.totalRows() * e.RowBytes() }
+
 // Params counts the tables' values (what a parameter count includes).
-func (e *Engram) Params() float64 {
-	var rows int64
-	for _, r := range e.Rows {
-		rows += r
-	}
-	return float64(rows) * float64(e.HeadDim)
-}
+func (e *Engram) Params() float64 { return e.totalRows() * float64(e.HeadDim) }
 
 // GatherBytesPerToken is what one token's lookups read over every Engram
 // layer, all ranks together.
@@ -101,7 +99,7 @@ func (c cfg) parseEngram(m *Model) error {
 		seen[l] = true
 	}
 	for i, v := range rowsRaw {
-		n, err := c.asInt64(fmt.Sprintf("engram_num_embeddings[%d]", i), v)
+		n, err := c.asIntUpTo(fmt.Sprintf("engram_num_embeddings[%d]", i), v, maxEngramRows)
 		if err != nil {
 			return err
 		}
@@ -125,22 +123,4 @@ func (c cfg) parseEngram(m *Model) error {
 	e.ScaleBytesPerRow = float64((e.HeadDim + engramScaleBlock - 1) / engramScaleBlock)
 	m.Engram = e
 	return nil
-}
-
-// asInt64 reads a non-negative integer that may exceed maxConfigInt (table
-// row counts), bounded so that products with row sizes stay exact.
-func (c cfg) asInt64(key string, v any) (int64, error) {
-	const maxRows = 1 << 40
-	num, ok := v.(json.Number)
-	if !ok {
-		return 0, c.errf(key, "is %s, want an integer", jsonKind(v))
-	}
-	n, err := num.Int64()
-	if err != nil {
-		return 0, c.errf(key, "%s is not an integer", num.String())
-	}
-	if n < 0 || n > maxRows {
-		return 0, c.errf(key, "%d is out of range [0, %d]", n, int64(maxRows))
-	}
-	return n, nil
 }

@@ -334,19 +334,25 @@ var mlaModuleOps = map[string]bool{
 	"indexer.wq_b": true, "indexer.wk": true, "indexer.k_norm": true, "indexer.weights_proj": true, "indexer.rotary_emb": true,
 }
 
+// attnModuleOps names, for each attention kind priced as a whole module,
+// the operators that module runs beside the attention kernel: MLA and DSA
+// (mlaModuleOps) and DeepSeek-V4's three kinds (dsv4ModuleOps).
+var attnModuleOps = map[string]map[string]bool{
+	"mla": mlaModuleOps, "dsa": mlaModuleOps,
+	AttnDSV4SWA: dsv4ModuleOps, AttnDSV4CSA: dsv4ModuleOps, AttnDSV4HCA: dsv4ModuleOps,
+}
+
 // InAttentionModule reports whether op runs inside the kind's attention
 // module beside the attention kernel, so that a price measured on the
-// whole module (the MLA module tables) already covers it. Only MLA layers
-// have such a module; in other layers every operator stands alone.
+// whole module (the MLA and DeepSeek-V4 module tables) already covers it.
+// Only those layers have such a module; in other layers every operator
+// stands alone.
 func (k *LayerKind) InAttentionModule(op *Op) bool {
 	a := k.Attention()
-	if a != nil && isDSV4Attn(a.Kind) {
-		return op.Attn == nil && dsv4ModuleOp(op)
-	}
-	if a == nil || (a.Kind != "mla" && a.Kind != "dsa") || op.Attn != nil {
+	if a == nil || op.Attn != nil {
 		return false
 	}
-	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && mlaModuleOps[op.Name]
+	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && attnModuleOps[a.Kind][op.Name]
 }
 
 // MoE returns the kind's routed experts, or nil for a dense layer.
@@ -583,6 +589,19 @@ type builder struct {
 	vocab                     int
 }
 
+// newBuilder starts m's graph derivation: the activation size and dtype,
+// the padded vocabulary and the attention weights' dtype; the derivers
+// set the dense and expert dtypes their families call for.
+func newBuilder(m *Model, f family) *builder {
+	b := &builder{m: m, f: f, b: m.DtypeBytes, act: shortDtype(m.Dtype), H: m.HiddenSize,
+		vocab: ceilDiv(m.VocabSize, vocabPaddingSize) * vocabPaddingSize}
+	if b.b <= 0 {
+		b.b = 2
+	}
+	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	return b
+}
+
 // DeriveGraph builds m's operator graph from its parsed config. The
 // families covered are those in graphFamilies; any other architecture is
 // an error that names it.
@@ -609,12 +628,7 @@ func DeriveGraph(m *Model) (*Graph, error) {
 	if len(m.MoELayers) != 0 && len(m.MoELayers) != m.NumLayers || len(m.SlidingLayers) != 0 && len(m.SlidingLayers) != m.NumLayers {
 		return nil, fmt.Errorf("%s: per-layer tables do not match num_hidden_layers %d", m.ID, m.NumLayers)
 	}
-	b := &builder{m: m, f: f, b: m.DtypeBytes, act: shortDtype(m.Dtype), H: m.HiddenSize,
-		vocab: ceilDiv(m.VocabSize, vocabPaddingSize) * vocabPaddingSize}
-	if b.b <= 0 {
-		b.b = 2
-	}
-	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	b := newBuilder(m, f)
 	b.denseDt = b.partDtype(m.DenseWeightDtype, m.DenseWeightBytesPerParam)
 	b.expertDt = b.weightDtype(m.WeightBytesPerParam)
 
@@ -644,50 +658,34 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		return b.qwen35Graph(g)
 	}
 
-	// Classify every layer, then keep the distinct kinds in order of first appearance.
 	type kindKey struct {
 		moe    bool
 		window int
 		nope   bool
 	}
-	var keys []kindKey
-	index := map[kindKey]int{}
-	perLayer := make([]string, m.NumLayers)
-	for i := 0; i < m.NumLayers; i++ {
+	groupLayers(g, m.NumLayers, func(i int) kindKey {
 		k := kindKey{moe: len(m.MoELayers) > 0 && m.MoELayers[i]}
 		if f.sliding && len(m.SlidingLayers) > 0 && m.SlidingLayers[i] {
 			k.window = m.SlidingWindow
 		}
 		k.nope = len(m.NoPELayers) > 0 && m.NoPELayers[i]
-		j, seen := index[k]
-		if !seen {
-			j = len(keys)
-			index[k] = j
-			keys = append(keys, k)
-			name := "dense"
-			if k.moe {
-				name = "moe"
-			}
-			switch {
-			case k.window > 0 && m.AttentionChunk > 0:
-				name += "_chunked"
-			case k.window > 0:
-				name += "_sliding"
-			}
-			if k.nope {
-				name += "_nope"
-			}
-			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: b.layerOps(k.moe, k.window, k.nope)})
+		return k
+	}, func(k kindKey) LayerKind {
+		name := "dense"
+		if k.moe {
+			name = "moe"
 		}
-		g.Layers[j].Count++
-		perLayer[i] = g.Layers[j].Name
-	}
-	for i := range g.Layers {
-		if a := g.Layers[i].Attention(); a != nil {
-			g.Layers[i].KVCacheElems = a.KVCacheElems
+		switch {
+		case k.window > 0 && m.AttentionChunk > 0:
+			name += "_chunked"
+		case k.window > 0:
+			name += "_sliding"
 		}
-	}
-	g.Stack = stackRuns(perLayer)
+		if k.nope {
+			name += "_nope"
+		}
+		return LayerKind{Name: name, Ops: b.layerOps(k.moe, k.window, k.nope)}
+	})
 
 	if !f.sliding && m.SlidingWindowLayers > 0 {
 		g.Notes = append(g.Notes, fmt.Sprintf("the config sets a %d-token sliding window, which vLLM's %s module ignores: every layer attends to the full context", m.SlidingWindow, f.name))
@@ -753,11 +751,8 @@ func (b *builder) weightDtype(bpp float64) string {
 // checkpoint differs from the experts'. A Model built without part formats
 // (a literal in a test) falls back to the bytes-per-parameter rule.
 func (b *builder) partDtype(dtype string, bpp float64) string {
-	if dtype == "" {
-		return b.weightDtype(bpp)
-	}
-	if bpp >= b.m.DtypeBytes {
-		return b.act
+	if dtype == "" || bpp >= b.m.DtypeBytes {
+		return b.weightDtype(bpp) // the activation dtype when unquantized
 	}
 	return shortDtype(dtype)
 }
@@ -1021,6 +1016,32 @@ func (b *builder) deepseekMTP() *Draft {
 	return &Draft{Method: "mtp", Mirrors: srcDeepseekMT, Layers: []LayerKind{{
 		Name: name, Count: m.NumNextNLayers, Ops: ops, KVCacheElems: m.KVLoraRank + m.QKRopeHeadDim,
 	}}}
+}
+
+// groupLayers fills g's layer kinds and stack from its n decoder layers:
+// key classifies layer i, kind builds the LayerKind of a key the first time
+// it appears (kinds stay in order of first appearance), each kind is
+// counted and given its attention's per-token KV-cache elements, and the
+// per-layer sequence is compressed into runs.
+func groupLayers[K comparable](g *Graph, n int, key func(i int) K, kind func(K) LayerKind) {
+	index := map[K]int{}
+	perLayer := make([]string, n)
+	for i := range n {
+		k := key(i)
+		j, seen := index[k]
+		if !seen {
+			j = len(g.Layers)
+			index[k] = j
+			lk := kind(k)
+			if a := lk.Attention(); a != nil {
+				lk.KVCacheElems = a.KVCacheElems
+			}
+			g.Layers = append(g.Layers, lk)
+		}
+		g.Layers[j].Count++
+		perLayer[i] = g.Layers[j].Name
+	}
+	g.Stack = stackRuns(perLayer)
 }
 
 // stackRuns compresses the per-layer kinds into runs, trying a repeating

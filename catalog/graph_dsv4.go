@@ -23,10 +23,6 @@ const (
 	AttnDSV4HCA = "dsv4_hca" // heavily compressed attention (ratio 128)
 )
 
-func isDSV4Attn(kind string) bool {
-	return kind == AttnDSV4SWA || kind == AttnDSV4CSA || kind == AttnDSV4HCA
-}
-
 // dsv4EntryBytes is one DeepSeek-V4 KV cache entry (a raw window token or
 // a compressed entry) in vLLM's fp8_ds_mla layout: the 448 no-RoPE dims in
 // fp8, the 64 RoPE dims in bf16, 7 ue8m0 scales (one per 64) and one pad
@@ -50,10 +46,6 @@ var dsv4ModuleOps = map[string]bool{
 	"inv_rope_fp8_quant": true, "wo_a": true, "wo_b": true,
 }
 
-func dsv4ModuleOp(op *Op) bool {
-	return (op.Kind == OpGEMM || op.Kind == OpElementwise) && dsv4ModuleOps[op.Name]
-}
-
 // deriveDSV4 builds DeepSeek-V4's graph. Every layer is a MoE layer; the
 // kinds are the attention type (compress_ratios) crossed with the routing
 // (token-id hash for the first num_hash_layers layers, learned otherwise).
@@ -61,12 +53,7 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	if len(m.CompressRatios) != m.NumLayers || !m.IsMoE() || m.HCMult < 1 || m.OGroups < 1 {
 		return nil, fmt.Errorf("%s: %s config is incomplete (compress_ratios, experts, hc_mult, o_groups)", m.ID, m.Architecture)
 	}
-	b := &builder{m: m, f: f, b: m.DtypeBytes, act: shortDtype(m.Dtype), H: m.HiddenSize,
-		vocab: ceilDiv(m.VocabSize, vocabPaddingSize) * vocabPaddingSize}
-	if b.b <= 0 {
-		b.b = 2
-	}
-	b.attnDt = b.partDtype(m.AttnWeightDtype, m.AttnWeightBytesPerParam)
+	b := newBuilder(m, f)
 	b.denseDt = b.attnDt
 	b.expertDt = b.attnDt
 	switch m.ExpertDtype {
@@ -89,36 +76,23 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	g.Head = append([]Op{elementwise("hc_post", b.bytes((1+2*hc)*H), ShardReplicated)}, g.Head...)
 
 	type key struct {
-		ratio, hash int
-		engram      bool
+		ratio        int
+		hash, engram bool
 	}
-	index := map[key]int{}
-	perLayer := make([]string, m.NumLayers)
-	for i := 0; i < m.NumLayers; i++ {
-		k := key{ratio: m.CompressRatios[i]}
-		if i < m.NumHashLayers {
-			k.hash = 1
+	groupLayers(g, m.NumLayers, func(i int) key {
+		return key{ratio: m.CompressRatios[i], hash: i < m.NumHashLayers, engram: m.isEngramLayer(i)}
+	}, func(k key) LayerKind {
+		name := map[int]string{0: "swa", 4: "csa", 128: "hca"}[k.ratio]
+		if k.hash {
+			name += "_hash"
 		}
-		k.engram = m.isEngramLayer(i)
-		j, seen := index[k]
-		if !seen {
-			j = len(g.Layers)
-			index[k] = j
-			name := map[int]string{0: "swa", 4: "csa", 128: "hca"}[k.ratio]
-			if k.hash == 1 {
-				name += "_hash"
-			}
-			ops := b.dsv4LayerOps(k.ratio, k.hash == 1)
-			if k.engram {
-				name += "_engram"
-				ops = append(b.engramOps(), ops...)
-			}
-			g.Layers = append(g.Layers, LayerKind{Name: name, Ops: ops})
+		ops := b.dsv4LayerOps(k.ratio, k.hash)
+		if k.engram {
+			name += "_engram"
+			ops = append(b.engramOps(), ops...)
 		}
-		g.Layers[j].Count++
-		perLayer[i] = g.Layers[j].Name
-	}
-	g.Stack = stackRuns(perLayer)
+		return LayerKind{Name: name, Ops: ops}
+	})
 	if m.NumNextNLayers > 0 {
 		g.Draft = b.dsv4MTP()
 	}
@@ -139,6 +113,16 @@ func deriveDSV4(m *Model, f family) (*Graph, error) {
 	return g, nil
 }
 
+// dsv4Coff is a compressor's overlap factor (DeepseekCompressor's coff):
+// ratio-4 compressors pool overlapping windows of twice the ratio, with
+// twice the kv and score channels; the others pool disjoint windows.
+func dsv4Coff(ratio int) int {
+	if ratio == 4 {
+		return 2
+	}
+	return 1
+}
+
 // dsv4Attention is the attention kernel of a layer of compress ratio
 // ratio (0: sliding window only), with the per-token cache components
 // vLLM allocates for it (deepseek_v4_attention.py: DeepseekV4SWACache,
@@ -155,10 +139,7 @@ func (b *builder) dsv4Attention(ratio int) *Attention {
 	if ratio == 0 {
 		return a
 	}
-	coff := 1
-	if ratio == 4 {
-		coff = 2
-	}
+	coff := dsv4Coff(ratio)
 	a.StateTokens, a.StateBytes = coff*ratio, 2*coff*m.HeadDim*4
 	a.Kind = AttnDSV4HCA
 	if ratio == 4 {
@@ -226,10 +207,7 @@ func (b *builder) dsv4AttentionOps(ratio int) []Op {
 		elementwise("q_norm_rope_kv_insert", b.bytes(2*h*d+d)+float64(dsv4EntryBytes(m)), ShardSplit),
 	}
 	if ratio > 0 {
-		coff := 1
-		if ratio == 4 {
-			coff = 2
-		}
+		coff := dsv4Coff(ratio)
 		ops = append(ops,
 			gemm("compressor.fused_wkv_wgate", 2*coff*d, H, b.act, ShardReplicated),
 			// kv and score states (fp32) written, the window's states read
@@ -271,12 +249,9 @@ func (b *builder) dsv4MoEOps(hash bool) []Op {
 		// tid2eid: top-k int32 expert ids gathered per token.
 		ops = append(ops, elementwise("hash_route", float64(4*m.ExpertsPerToken), ShardReplicated))
 	}
+	// The shared experts are fp8 block linears like attention's
+	// (deriveDSV4 sets denseDt to attnDt).
 	ops = append(ops, b.mlpOps("shared_experts.", m.NumSharedExperts*m.SharedExpertIntermediateSize, false, false)...)
-	for i := range ops {
-		if ops[i].Kind == OpGEMM && ops[i].Name != "gate" {
-			ops[i].Dtype = b.attnDt // shared experts: fp8 block linears
-		}
-	}
 	return append(ops,
 		collective("experts.dispatch", GroupDP, "all_gather", b.bytes(b.H)+float64(m.NumExperts)*4),
 		Op{Kind: OpMoE, Name: "experts", Shard: ShardExperts, MoE: &MoE{
@@ -359,10 +334,7 @@ func (m *Model) DSV4LayerParams(ratio int, hash bool) DSV4LayerParams {
 	mix := (2 + hc) * hc
 	p.FP32 = 2*(mix*hc*H+mix+3) + h
 	compressor := func(dim float64, ratio int) {
-		coff := 1.0
-		if ratio == 4 {
-			coff = 2
-		}
+		coff := float64(dsv4Coff(ratio))
 		p.BF16 += H * 2 * coff * dim
 		p.FP32 += float64(ratio) * coff * dim
 		p.Norms += dim

@@ -1,5 +1,7 @@
 package catalog
 
+import "slices"
+
 // engramOps is one Engram module (arXiv 2601.07372; vLLM's DeepSeek-V4.1
 // Engram layer) at the start of its decoder layer, on the main stream: the
 // gathered rows of all hash heads (EmbedDim values a token, fp8 with block
@@ -28,13 +30,5 @@ func (b *builder) engramOps() []Op {
 
 // isEngramLayer reports whether decoder layer i carries an Engram module.
 func (m *Model) isEngramLayer(i int) bool {
-	if m.Engram == nil {
-		return false
-	}
-	for _, l := range m.Engram.Layers {
-		if l == i {
-			return true
-		}
-	}
-	return false
+	return m.Engram != nil && slices.Contains(m.Engram.Layers, i)
 }

@@ -77,27 +77,13 @@ func (b *builder) qwen35Graph(g *Graph) (*Graph, error) {
 	}
 	moe := m.IsMoE()
 	names := map[bool]string{true: "gdn", false: "attn"}
-	perLayer := make([]string, m.NumLayers)
-	index := map[bool]int{}
-	for i, lin := range m.LinearLayers {
-		j, seen := index[lin]
-		if !seen {
-			j = len(g.Layers)
-			index[lin] = j
-			name := names[lin] + "_dense"
-			if moe {
-				name = names[lin] + "_moe"
-			}
-			k := LayerKind{Name: name, Ops: b.qwen35LayerOps(lin)}
-			if a := k.Attention(); a != nil {
-				k.KVCacheElems = a.KVCacheElems
-			}
-			g.Layers = append(g.Layers, k)
+	groupLayers(g, m.NumLayers, func(i int) bool { return m.LinearLayers[i] }, func(lin bool) LayerKind {
+		name := names[lin] + "_dense"
+		if moe {
+			name = names[lin] + "_moe"
 		}
-		g.Layers[j].Count++
-		perLayer[i] = g.Layers[j].Name
-	}
-	g.Stack = stackRuns(perLayer)
+		return LayerKind{Name: name, Ops: b.qwen35LayerOps(lin)}
+	})
 	conv, ssm := m.LinearStateBytes(1)
 	g.Notes = append(g.Notes,
 		fmt.Sprintf("Gated DeltaNet layers (Qwen3NextGatedDeltaNet): %d key and %d value heads of %d×%d; each request keeps a %.0f-byte conv window and %.0f bytes of %s state matrices per layer (all ranks), "+

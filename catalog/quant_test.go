@@ -229,3 +229,31 @@ func FuzzParseHFQuantConfig(f *testing.F) {
 		}
 	})
 }
+
+// A MIXED_PRECISION checkpoint leaves every module its quantized_layers do
+// not name unquantized (vLLM's ModelOptMixedPrecisionConfig): routed
+// experts (or, in a dense model, the MLPs) it does not list stay in the
+// model dtype even when attention is quantized, and a list that quantizes
+// no priced module is a one-line error, not a crash.
+func TestParseModelOptMixedUnlistedMain(t *testing.T) {
+	attnOnly := `{"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+		"quantized_layers": {"model.layers.0.self_attn.qkv_proj": {"quant_algo": "FP8"}}}`
+	for name, data := range map[string][]byte{
+		"moe":   moeQuant(attnOnly),
+		"dense": cfgJSON(`"quantization_config": ` + attnOnly),
+	} {
+		m, err := ParseConfig("q.json", data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if m.WeightBytesPerParam != m.DtypeBytes || m.AttnWeightBytesPerParam != 1 || m.DenseWeightBytesPerParam != m.DtypeBytes {
+			t.Errorf("%s: bytes per parameter: main %g attention %g dense %g, want %g 1 %g",
+				name, m.WeightBytesPerParam, m.AttnWeightBytesPerParam, m.DenseWeightBytesPerParam, m.DtypeBytes, m.DtypeBytes)
+		}
+	}
+	_, err := ParseConfig("q.json", moeQuant(`{"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+		"quantized_layers": {"lm_head": {"quant_algo": "FP8"}}}`))
+	if err == nil || !strings.Contains(err.Error(), `"quantization_config.quantized_layers"`) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("lm_head only: error %v, want a one-line error naming quantization_config.quantized_layers", err)
+	}
+}
