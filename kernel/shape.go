@@ -52,7 +52,7 @@ type shape struct {
 	vision       float64 // a multimodal wrapper's vision-tower parameters on this rank
 
 	// Per token.
-	kvBytesLayer float64 // KV bytes one token adds to one layer on this rank (averaged over all layers for a hybrid-linear model)
+	kvBytesLayer float64 // KV bytes one token adds to one attention layer on this rank (a hybrid-linear model's GDN layers add none)
 	// Hybrid linear attention (mamba.go): the GDN layers, the KV bytes one
 	// token adds to one full-attention layer, and one GDN layer's
 	// per-request state, on this rank.
