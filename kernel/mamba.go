@@ -81,7 +81,7 @@ func mambaPages(d Deployment) (attn1, state float64) {
 		// (gated_delta_net_state_shape's num_spec).
 		conv *= float64(d.Model.LinearConvKernel-1+k) / float64(d.Model.LinearConvKernel-1)
 	}
-	return s.attnKVLayer, conv + ssm
+	return s.kvBytesLayer, conv + ssm
 }
 
 // HybridBlockSize is the attention block size vLLM runs a hybrid-linear
@@ -146,7 +146,7 @@ func mambaKVLayout(d Deployment, s shape) kvLayout {
 		add(attnLayers, false)
 		add(linLayers, true)
 	}
-	page := float64(bs) * s.attnKVLayer // the mamba page is padded up to it
+	page := float64(bs) * s.kvBytesLayer // the mamba page is padded up to it
 	return kvLayout{layout: l, blockBytes: page * float64(size)}
 }
 
