@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"blis/catalog"
@@ -93,16 +94,8 @@ func HybridBlockSize(d Deployment) int {
 	}
 	attn1, state := mambaPages(d)
 	align := float64(mambaAlignment(d))
-	bs := int(align * ceil(state/(align*attn1)))
+	bs := int(align * math.Ceil(state/(align*attn1)))
 	return max(bs, d.BlockSize)
-}
-
-func ceil(x float64) float64 {
-	n := float64(int64(x))
-	if n < x {
-		n++
-	}
-	return n
 }
 
 // HybridPrefixCaching says whether vLLM keeps prefix caching on for d's
