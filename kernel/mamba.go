@@ -116,11 +116,7 @@ func mambaKVLayout(d Deployment, s shape) kvLayout {
 	bs := d.BlockSize
 	attnLayers := int(s.L - s.Llin)
 	linLayers := int(s.Llin)
-	lo, hi := min(attnLayers, linLayers), max(attnLayers, linLayers)
-	size := lo
-	if float64(hi) < 1.5*float64(lo) {
-		size = hi
-	}
+	size := kvGroupSize(attnLayers, linLayers)
 	l := KVCacheLayout{GroupSize: size, BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens}
 	// Types in order of first appearance: layer 0's first.
 	linFirst := len(d.Model.LinearLayers) > 0 && d.Model.LinearLayers[0]
