@@ -138,7 +138,6 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	}
 	kv := newKVLayout(d, s)
 	if d.Model.IsDSV4() {
-		kv = dsv4KVLayout(d)
 		p.KVNote = dsv4KVNote(d, kv)
 	}
 	if draftKV > 0 && kv.layout.Groups == 1 {
@@ -220,6 +219,9 @@ type kvLayout struct {
 func newKVLayout(d Deployment, s shape) kvLayout {
 	if d.Model.IsHybridLinear() {
 		return mambaKVLayout(d, s) // Gated DeltaNet state groups (mamba.go)
+	}
+	if d.Model.IsDSV4() {
+		return dsv4KVLayout(d) // compressed caches and windows (dsv4.go)
 	}
 	bs := d.BlockSize
 	windows, uniformBytes := layerWindows(d, s)
