@@ -70,7 +70,7 @@ func dsv4Shape(d Deployment, s *shape) {
 // block_size / ratio entries per block).
 func dsv4GrowBytes(m *catalog.Model, ratios []int) float64 {
 	e := float64(dsv4Entry(m))
-	idx := float64(m.IndexHeadDim + m.IndexHeadDim/128*4)
+	idx := dsv4IndexKey(m)
 	var b float64
 	for _, r := range ratios {
 		switch r {
@@ -88,6 +88,21 @@ func dsv4GrowBytes(m *catalog.Model, ratios []int) float64 {
 func dsv4Entry(m *catalog.Model) int {
 	nope := m.HeadDim - m.QKRopeHeadDim
 	return nope + 2*m.QKRopeHeadDim + nope/64 + 1
+}
+
+// dsv4IndexKey is one CSA indexer key in bytes: fp8 index_head_dim and
+// one fp32 scale per 128 (DeepseekV4Indexer k_cache_head_dim, 132).
+func dsv4IndexKey(m *catalog.Model) float64 {
+	return float64(m.IndexHeadDim + m.IndexHeadDim/128*4)
+}
+
+// dsv4MTPLayers is the MTP draft's layers a stage's cache holds: the
+// last stage's, with --speculative-config method mtp.
+func dsv4MTPLayers(d Deployment) int {
+	if d.specK() > 0 && d.Spec.Method == "mtp" && d.lastStage() {
+		return d.Model.NumNextNLayers
+	}
+	return 0
 }
 
 // dsv4WindowBytes is what one token adds, on every rank, to the caches
@@ -151,10 +166,7 @@ func dsv4WindowBytes(m *catalog.Model, ratios []int, mtpLayers int) float64 {
 func dsv4KVLayout(d Deployment) kvLayout {
 	m := d.Model
 	l := dsv4StageLayers(d)
-	mtp := 0
-	if d.specK() > 0 && d.Spec.Method == "mtp" && d.lastStage() {
-		mtp = m.NumNextNLayers
-	}
+	mtp := dsv4MTPLayers(d)
 	grow := dsv4GrowBytes(m, l.ratio)
 	win := dsv4WindowBytes(m, l.ratio, mtp)
 	unit := math.Max(grow, win/63)
@@ -190,7 +202,7 @@ type dsv4Attn struct {
 func newDSV4Attn(d Deployment) *dsv4Attn {
 	m := d.Model
 	l := dsv4StageLayers(d)
-	a := &dsv4Attn{entry: float64(dsv4Entry(m)), idxKey: float64(m.IndexHeadDim + m.IndexHeadDim/128*4),
+	a := &dsv4Attn{entry: float64(dsv4Entry(m)), idxKey: dsv4IndexKey(m),
 		window: float64(m.SlidingWindow), topK: float64(m.IndexTopK)}
 	for _, r := range l.ratio {
 		switch r {
@@ -259,8 +271,11 @@ func dsv4Roofline(d Deployment, s shape, r *roofline, attnRate, bf16 float64) {
 }
 
 // dsv4Kind reports whether the layer kind's attention is DeepSeek-V4's.
-func dsv4Kind(lk *catalog.LayerKind) bool {
-	a := lk.Attention()
+func dsv4Kind(lk *catalog.LayerKind) bool { return dsv4Attention(lk.Attention()) }
+
+// dsv4Attention reports whether a is a DeepSeek-V4 attention (sliding
+// window only, CSA or HCA).
+func dsv4Attention(a *catalog.Attention) bool {
 	return a != nil && (a.Kind == catalog.AttnDSV4SWA || a.Kind == catalog.AttnDSV4CSA || a.Kind == catalog.AttnDSV4HCA)
 }
 
@@ -321,7 +336,7 @@ func dsv4ModuleShape(d Deployment, a *catalog.Attention) DSV4Shape {
 // false for any other op.
 func (r *resolver) dsv4Term(op catalog.Op, t *term) bool {
 	a := op.Attn
-	if a == nil || (a.Kind != catalog.AttnDSV4SWA && a.Kind != catalog.AttnDSV4CSA && a.Kind != catalog.AttnDSV4HCA) {
+	if !dsv4Attention(a) {
 		return false
 	}
 	if laws := r.dsv4Laws(a); laws != nil {
@@ -424,10 +439,7 @@ func (r *resolver) mhcTerm(op catalog.Op, t *term) (handled, skip bool) {
 func dsv4KVNote(d Deployment, kv kvLayout) string {
 	m := d.Model
 	l := dsv4StageLayers(d)
-	mtp := 0
-	if d.specK() > 0 && d.Spec.Method == "mtp" && d.lastStage() {
-		mtp = m.NumNextNLayers
-	}
+	mtp := dsv4MTPLayers(d)
 	sliding := 0
 	for g := 0; g < kv.layout.Groups; g++ {
 		if kv.layout.IsSliding(g) {

@@ -523,29 +523,44 @@ func (r *resolver) sub(format string, args ...any) {
 	r.f.subs = append(r.f.subs, s)
 }
 
+// halfDtype reports whether a graph op's dtype is a 16-bit float (or
+// unset: the model's dtype).
+func halfDtype(dtype string) bool {
+	switch dtype {
+	case "bf16", "bfloat16", "fp16", "float16", "":
+		return true
+	}
+	return false
+}
+
+// halfLaws are the law dtypes, best first, for a 16-bit GEMM or MoE:
+// bf16's, or under vLLM's online fp8 (--quantization fp8 without a
+// checkpoint scheme: per-tensor weight scales, dynamic activations) fp8's.
+func (r *resolver) halfLaws() []string {
+	if r.d.Quantization == "fp8" {
+		return []string{"fp8", "bfloat16"}
+	}
+	return []string{"bfloat16"}
+}
+
 // gemmLaw maps a graph GEMM's dtype to a fitted GEMM law: the checkpoint's
 // quantized GEMMs take the laws of the kernel vLLM runs them with on this
 // chip (ResolveQuant); a stand-in law is recorded as a substitution.
 func (r *resolver) gemmLaw(dtype string) *catalog.GEMMLaw {
 	m := r.d.Model
 	var cands []string
-	switch dtype {
-	case "bf16", "bfloat16", "fp16", "float16", "":
-		cands = []string{"bfloat16"}
-		if r.d.Quantization == "fp8" {
-			cands = []string{"fp8", "bfloat16"} // vLLM's online fp8: per-tensor weight scales, dynamic activations
+	switch {
+	case halfDtype(dtype):
+		cands = r.halfLaws()
+	case m.QuantMethod != "" && dtype == m.WeightDtype:
+		qk, err := ResolveQuant(m, r.d.Chip)
+		if err != nil {
+			r.err = err
+			return nil
 		}
+		cands = qk.GEMMLaws
 	default:
-		if m.QuantMethod != "" && dtype == m.WeightDtype {
-			qk, err := ResolveQuant(m, r.d.Chip)
-			if err != nil {
-				r.err = err
-				return nil
-			}
-			cands = qk.GEMMLaws
-		} else {
-			cands = []string{dtype}
-		}
+		cands = []string{dtype}
 	}
 	for i, c := range cands {
 		if l, err := r.co.GEMMFor(c); err == nil {
@@ -641,11 +656,8 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 			return nil
 		}
 		cands = qk.MoELaws
-	case dtype == "bf16" || dtype == "bfloat16" || dtype == "fp16" || dtype == "float16" || dtype == "":
-		cands = []string{"bfloat16"}
-		if r.d.Quantization == "fp8" {
-			cands = []string{"fp8", "bfloat16"}
-		}
+	case halfDtype(dtype):
+		cands = r.halfLaws()
 	default:
 		cands = []string{dtype}
 	}

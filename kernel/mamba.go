@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"blis/catalog"
@@ -81,7 +82,7 @@ func mambaPages(d Deployment) (attn1, state float64) {
 		// (gated_delta_net_state_shape's num_spec).
 		conv *= float64(d.Model.LinearConvKernel-1+k) / float64(d.Model.LinearConvKernel-1)
 	}
-	return s.attnKVLayer, conv + ssm
+	return s.kvBytesLayer, conv + ssm
 }
 
 // HybridBlockSize is the attention block size vLLM runs a hybrid-linear
@@ -93,16 +94,8 @@ func HybridBlockSize(d Deployment) int {
 	}
 	attn1, state := mambaPages(d)
 	align := float64(mambaAlignment(d))
-	bs := int(align * ceil(state/(align*attn1)))
+	bs := int(align * math.Ceil(state/(align*attn1)))
 	return max(bs, d.BlockSize)
-}
-
-func ceil(x float64) float64 {
-	n := float64(int64(x))
-	if n < x {
-		n++
-	}
-	return n
 }
 
 // HybridPrefixCaching says whether vLLM keeps prefix caching on for d's
@@ -123,11 +116,7 @@ func mambaKVLayout(d Deployment, s shape) kvLayout {
 	bs := d.BlockSize
 	attnLayers := int(s.L - s.Llin)
 	linLayers := int(s.Llin)
-	lo, hi := min(attnLayers, linLayers), max(attnLayers, linLayers)
-	size := lo
-	if float64(hi) < 1.5*float64(lo) {
-		size = hi
-	}
+	size := kvGroupSize(attnLayers, linLayers)
 	l := KVCacheLayout{GroupSize: size, BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens}
 	// Types in order of first appearance: layer 0's first.
 	linFirst := len(d.Model.LinearLayers) > 0 && d.Model.LinearLayers[0]
@@ -146,7 +135,7 @@ func mambaKVLayout(d Deployment, s shape) kvLayout {
 		add(attnLayers, false)
 		add(linLayers, true)
 	}
-	page := float64(bs) * s.attnKVLayer // the mamba page is padded up to it
+	page := float64(bs) * s.kvBytesLayer // the mamba page is padded up to it
 	return kvLayout{layout: l, blockBytes: page * float64(size)}
 }
 

@@ -56,3 +56,26 @@ func TestQwen35HybridLayout(t *testing.T) {
 		t.Error("TP 32 does not divide 16 key heads: want an error")
 	}
 }
+
+// The roofline writes each new token's KV into the full-attention layers
+// only: Gated DeltaNet layers keep no per-token KV (their state is
+// bytesStatePerRow). Qwen3.5-397B at TP 8 on H200: 15 attention layers ×
+// 1024 B.
+func TestQwen35RooflineKVWrite(t *testing.T) {
+	d := deploy(t, "qwen3.5-397b", "h200", 8)
+	d.BlockSize = HybridBlockSize(d)
+	p, err := NewRoofline(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := p.(*roofline)
+	if !ok {
+		t.Fatalf("pricer %T, want *roofline", p)
+	}
+	if r.bytesKVWrite != 15*1024 {
+		t.Errorf("KV bytes written per token %v, want %v (15 full-attention layers × 1024 B)", r.bytesKVWrite, 15*1024)
+	}
+	if r.bytesStatePerRow != 2*45*533504 {
+		t.Errorf("state bytes per row %v, want %v", r.bytesStatePerRow, 2*45*533504)
+	}
+}

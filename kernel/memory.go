@@ -138,7 +138,6 @@ func planStage(d Deployment, a MemoryAssumptions) (MemoryPlan, error) {
 	}
 	kv := newKVLayout(d, s)
 	if d.Model.IsDSV4() {
-		kv = dsv4KVLayout(d)
 		p.KVNote = dsv4KVNote(d, kv)
 	}
 	if draftKV > 0 && kv.layout.Groups == 1 {
@@ -222,6 +221,9 @@ func newKVLayout(d Deployment, s shape) kvLayout {
 	if d.Model.IsHybridLinear() {
 		return mambaKVLayout(d, s) // Gated DeltaNet state groups (mamba.go)
 	}
+	if d.Model.IsDSV4() {
+		return dsv4KVLayout(d) // compressed caches and windows (dsv4.go)
+	}
 	bs := d.BlockSize
 	windows, uniformBytes := layerWindows(d, s)
 	// Distinct windows in order of first appearance and their layer counts.
@@ -257,14 +259,7 @@ func newKVLayout(d Deployment, s shape) kvLayout {
 	if len(types) <= 1 || !uniformBytes || nonFull > 1 {
 		return one
 	}
-	lo, hi := counts[0], counts[0]
-	for _, c := range counts {
-		lo, hi = min(lo, c), max(hi, c)
-	}
-	size := lo
-	if float64(hi) < 1.5*float64(lo) {
-		size = hi
-	}
+	size := kvGroupSize(counts...)
 	l := KVCacheLayout{GroupSize: size, BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens}
 	for i, w := range types {
 		for n := (counts[i] + size - 1) / size; n > 0; n-- {
@@ -279,6 +274,17 @@ func newKVLayout(d Deployment, s shape) kvLayout {
 		}
 	}
 	return kvLayout{layout: l, blockBytes: float64(bs) * float64(size) * s.kvBytesLayer}
+}
+
+// kvGroupSize is _get_kv_cache_groups_uniform_page_size's group_size for
+// layer types of the given counts: the smallest count, or the largest when
+// that is under 1.5× the smallest.
+func kvGroupSize(counts ...int) int {
+	lo, hi := slices.Min(counts), slices.Max(counts)
+	if float64(hi) < 1.5*float64(lo) {
+		return hi
+	}
+	return lo
 }
 
 // requestBytes is the KV memory one request of maxLen tokens needs at most,

@@ -209,7 +209,7 @@ func NewRooflineWith(d Deployment, a RooflineAssumptions) (Pricer, error) {
 	r.bytesLMHead = s.lmHeadGEMM * s.dtypeB
 	r.bytesKVFull = s.Lfull * s.kvBytesLayer
 	r.bytesKVSW = s.Lsw * s.kvBytesLayer
-	r.bytesKVWrite = s.L * s.kvBytesLayer
+	r.bytesKVWrite = s.kvBytesPerToken() // Gated DeltaNet layers write no KV
 	r.bytesStatePerRow = 2 * s.Llin * s.linStateLayer
 	// Per layer and token: two fused add+RMSNorms read and write the hidden
 	// state and the residual (8·H); each GEMM reads its input and writes its

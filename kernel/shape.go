@@ -52,14 +52,13 @@ type shape struct {
 	vision       float64 // a multimodal wrapper's vision-tower parameters on this rank
 
 	// Per token.
-	kvBytesLayer float64 // KV bytes one token adds to one layer on this rank (averaged over all layers for a hybrid-linear model)
-	// Hybrid linear attention (mamba.go): the GDN layers, the KV bytes one
-	// token adds to one full-attention layer, and one GDN layer's
-	// per-request state, on this rank.
-	Llin, attnKVLayer, linStateLayer float64
-	qkvOut                           float64 // attention input projection width per rank
-	attnOut                          float64 // attention output width per rank (input of o_proj)
-	mlpWidth                         float64 // intermediate activations per token per MoE/dense layer (widest)
+	kvBytesLayer float64 // KV bytes one token adds to one attention layer on this rank (a hybrid-linear model's GDN layers add none)
+	// Hybrid linear attention (mamba.go): the GDN layers and one GDN
+	// layer's per-request state, on this rank.
+	Llin, linStateLayer float64
+	qkvOut              float64 // attention input projection width per rank
+	attnOut             float64 // attention output width per rank (input of o_proj)
+	mlpWidth            float64 // intermediate activations per token per MoE/dense layer (widest)
 }
 
 func newShape(d Deployment) shape {
@@ -162,7 +161,6 @@ func newShape(d Deployment) shape {
 			}
 		}
 	}
-	s.attnKVLayer = s.kvBytesLayer
 	if m.IsHybridLinear() {
 		hybridLinearShape(d, &s)
 	}

@@ -98,10 +98,8 @@ func validateSpec(d Deployment) error {
 		}
 		return nil
 	case "mtp":
-		if s.DraftModel != "" {
-			if dm, err := catalog.LookupModel(s.DraftModel); err != nil || dm.ID != d.Model.ID {
-				return fmt.Errorf("--speculative-config method mtp runs the target's own MTP layers: model %q must be empty or the target %s", s.DraftModel, d.Model.ID)
-			}
+		if !draftIsTarget(d) {
+			return fmt.Errorf("--speculative-config method mtp runs the target's own MTP layers: model %q must be empty or the target %s", s.DraftModel, d.Model.ID)
 		}
 		g, err := catalog.LookupGraph(d.Model.ID)
 		if err != nil {
@@ -116,10 +114,8 @@ func validateSpec(d Deployment) error {
 	case "dspark":
 		// vLLM points a DeepSeek DSpark draft at the target checkpoint,
 		// which ships the stages (SpeculativeConfig.__post_init__).
-		if s.DraftModel != "" {
-			if dm, err := catalog.LookupModel(s.DraftModel); err != nil || dm.ID != d.Model.ID {
-				return fmt.Errorf("--speculative-config method dspark runs the DSpark stages the target's checkpoint ships: model %q must be empty or the target %s", s.DraftModel, d.Model.ID)
-			}
+		if !draftIsTarget(d) {
+			return fmt.Errorf("--speculative-config method dspark runs the DSpark stages the target's checkpoint ships: model %q must be empty or the target %s", s.DraftModel, d.Model.ID)
 		}
 		g, err := catalog.LookupGraph(d.Model.ID)
 		if err != nil {
@@ -158,6 +154,17 @@ func validateSpec(d Deployment) error {
 		}
 	}
 	return nil
+}
+
+// draftIsTarget reports whether --speculative-config model is empty or
+// names the target itself, as a method that drafts with layers the
+// target's checkpoint ships (mtp, dspark) requires.
+func draftIsTarget(d Deployment) bool {
+	if d.Spec.DraftModel == "" {
+		return true
+	}
+	dm, err := catalog.LookupModel(d.Spec.DraftModel)
+	return err == nil && dm.ID == d.Model.ID
 }
 
 // eagleDraftVocab is the LM-head rows of an EAGLE head for target g: an
