@@ -967,7 +967,7 @@ func (e *Engine) blocksNeeded(n int) int {
 	total := 0
 	for _, w := range e.hy.windows {
 		if w == mambaGroup {
-			total++ // one state block (mamba.go)
+			total += e.mambaBlocks() // its state blocks (mamba.go)
 		} else if w == 0 {
 			total += full
 		} else {

@@ -245,7 +245,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 	for g, w := range h.windows {
 		k := r.group(g)
 		if w == mambaGroup {
-			total += mambaBlocksToAllocate(k)
+			total += e.mambaBlocksToAllocate(k)
 			continue
 		}
 		skipped := 0
@@ -290,7 +290,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 		k := r.group(g)
 		want := required
 		if w == mambaGroup {
-			want = 1
+			want = e.mambaBlocks()
 		}
 		if w > 0 && e.ext > 0 {
 			// The loaded tokens' slots before the window: null.

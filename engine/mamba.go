@@ -37,11 +37,15 @@ func (c Config) validateMamba() error {
 	return nil
 }
 
-// mambaBlocksToAllocate is MambaManager.get_num_blocks_to_allocate: one
-// block for a request that holds none yet in the group, else none.
-func mambaBlocksToAllocate(k *reqGroup) int {
+// mambaBlocksToAllocate is MambaManager.get_num_blocks_to_allocate: the
+// request's state blocks (one, plus one per speculative position) for a
+// request that holds none yet in the group, else none.
+func (e *Engine) mambaBlocksToAllocate(k *reqGroup) int {
 	if len(k.blocks) == 0 {
-		return 1
+		return e.mambaBlocks()
 	}
 	return 0
 }
+
+// mambaBlocks is the blocks a request holds in each mamba group.
+func (e *Engine) mambaBlocks() int { return 1 + e.cfg.KVCache.MambaSpecBlocks }

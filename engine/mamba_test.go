@@ -93,3 +93,29 @@ func TestMambaConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// Under speculative decoding a request holds 1 + num_speculative_tokens
+// state blocks in each mamba group (vLLM's MambaSpec
+// num_speculative_blocks), and admission counts them: with 2 spec blocks an
+// 8-token prompt holds 2 attention + 3 state blocks, so 12 blocks admit
+// two such requests, not three.
+func TestMambaSpecBlocks(t *testing.T) {
+	c := mambaCfg(64, 4, 12, 1)
+	c.KVCache.MambaSpecBlocks = 2
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now time.Duration
+	a, b, d := req(1, 2, seg(1, 8)), req(2, 2, seg(2, 8)), req(3, 2, seg(3, 8))
+	e.Add(a, now)
+	e.Add(b, now)
+	e.Add(d, now)
+	step(t, e, &now)
+	if held(a, 1) != 3 || held(b, 1) != 3 || held(d, 1) != 0 || e.HeldBlocks() != 10 {
+		t.Fatalf("state blocks %d/%d/%d, held %d: want 3, 3, 0 (two requests admitted)", held(a, 1), held(b, 1), held(d, 1), e.HeldBlocks())
+	}
+	if l := c.KVCache; l.MaxBlocks(1, 100) != 3 {
+		t.Errorf("MaxBlocks of a mamba group %d, want 3", l.MaxBlocks(1, 100))
+	}
+}

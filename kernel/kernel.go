@@ -258,10 +258,16 @@ type KVCacheLayout struct {
 	Sliding uint64 // bit g set: group g is a sliding-window group
 	// Mamba has bit g set where group g holds Gated DeltaNet (mamba-style)
 	// state: one block per request whatever its length (mamba.go).
-	Mamba     uint64
-	Window    int // the sliding groups' window, tokens
-	GroupSize int // layers per group (vLLM's group_size; the last group of a type may be padding)
-	BlockSize int // tokens per block
+	Mamba uint64
+	// MambaSpecBlocks is the extra state blocks a request holds in each
+	// mamba group under speculative decoding: vLLM's MambaSpec keeps one
+	// state per draft position (num_speculative_blocks =
+	// num_speculative_tokens, counted by max_memory_usage_bytes and
+	// MambaManager.get_num_blocks_to_allocate when prefix caching is off).
+	MambaSpecBlocks int
+	Window          int // the sliding groups' window, tokens
+	GroupSize       int // layers per group (vLLM's group_size; the last group of a type may be padding)
+	BlockSize       int // tokens per block
 	// MaxNumBatchedTokens is --max-num-batched-tokens: during chunked
 	// prefill a sliding-window request holds window − 1 computed tokens
 	// plus one step's new tokens.
@@ -279,7 +285,7 @@ func (l KVCacheLayout) IsSliding(g int) bool { return g < 64 && l.Sliding>>uint(
 func (l KVCacheLayout) MaxBlocks(g, maxModelLen int) int {
 	bs := max(l.BlockSize, 1)
 	if l.IsMamba(g) {
-		return 1
+		return 1 + l.MambaSpecBlocks
 	}
 	if !l.IsSliding(g) {
 		return (maxModelLen + bs - 1) / bs

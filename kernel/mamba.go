@@ -117,7 +117,7 @@ func mambaKVLayout(d Deployment, s shape) kvLayout {
 	attnLayers := int(s.L - s.Llin)
 	linLayers := int(s.Llin)
 	size := kvGroupSize(attnLayers, linLayers)
-	l := KVCacheLayout{GroupSize: size, BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens}
+	l := KVCacheLayout{GroupSize: size, BlockSize: bs, MaxNumBatchedTokens: d.MaxNumBatchedTokens, MambaSpecBlocks: d.specK()}
 	// Types in order of first appearance: layer 0's first.
 	linFirst := len(d.Model.LinearLayers) > 0 && d.Model.LinearLayers[0]
 	add := func(n int, mamba bool) {
