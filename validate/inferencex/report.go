@@ -77,6 +77,16 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 		line(r.Overall)
 	}
 
+	if len(r.Regimes) > 0 {
+		p("\nError per regime (model, input-length bucket, concurrency bucket; every chip), percent:\n")
+		p("%-26s %-8s %-5s %-6s %4s  %9s %9s %9s  %9s %9s %9s\n", "model", "prec", "isl", "conc", "n",
+			"TTFT MAPE", "med APE", "signed", "TPOT MAPE", "med APE", "signed")
+		for _, g := range r.Regimes {
+			p("%-26s %-8s %-5s %-6s %4d  %9.1f %9.1f %+9.1f  %9.1f %9.1f %+9.1f\n", shortModel(g.Model), orBlank(g.Precision),
+				g.ISL, g.Concurrency, g.TTFT.N, g.TTFT.MAPE, g.TTFT.MedianAPE, g.TTFT.SignedMean, g.TPOT.MAPE, g.TPOT.MedianAPE, g.TPOT.SignedMean)
+		}
+	}
+
 	p("\nSkipped rows: %d\n", len(r.Skipped))
 	counts := map[string]int{}
 	for _, s := range r.Skipped {
@@ -246,28 +256,29 @@ type jsonSkip struct {
 // WriteJSON writes every number of the report as one JSON document.
 func (r *Report) WriteJSON(w io.Writer) error {
 	doc := struct {
-		File      string       `json:"file"`
-		Statistic string       `json:"statistic"`
-		StepModel string       `json:"step_model"`
-		Total     int          `json:"rows_in_file"`
-		Filtered  int          `json:"filtered_out"`
-		Simulated int          `json:"simulated"`
-		NSkipped  int          `json:"skipped_count"`
-		Filter    Filter       `json:"filter"`
-		Backend   string       `json:"backend"`
-		EPAsTP    bool         `json:"ep_as_tp"`
-		Seed      int64        `json:"seed"`
-		Limit     int          `json:"limit"`
-		Recipes   []*Recipe    `json:"settings"`
-		Rows      []jsonRow    `json:"rows"`
-		Groups    []GroupStats `json:"groups"`
-		Overall   GroupStats   `json:"overall"`
-		Skipped   []jsonSkip   `json:"skipped"`
+		File      string        `json:"file"`
+		Statistic string        `json:"statistic"`
+		StepModel string        `json:"step_model"`
+		Total     int           `json:"rows_in_file"`
+		Filtered  int           `json:"filtered_out"`
+		Simulated int           `json:"simulated"`
+		NSkipped  int           `json:"skipped_count"`
+		Filter    Filter        `json:"filter"`
+		Backend   string        `json:"backend"`
+		EPAsTP    bool          `json:"ep_as_tp"`
+		Seed      int64         `json:"seed"`
+		Limit     int           `json:"limit"`
+		Recipes   []*Recipe     `json:"settings"`
+		Rows      []jsonRow     `json:"rows"`
+		Groups    []GroupStats  `json:"groups"`
+		Regimes   []RegimeStats `json:"regimes"`
+		Overall   GroupStats    `json:"overall"`
+		Skipped   []jsonSkip    `json:"skipped"`
 	}{
 		File: r.File, Statistic: r.Statistic, StepModel: r.StepModel, Total: r.Total, Filtered: r.Filtered,
 		Simulated: len(r.Rows), NSkipped: len(r.Skipped), Filter: r.Options.Filter, Backend: r.Options.Backend,
 		EPAsTP: r.Options.EPAsTP, Seed: r.Options.Seed, Limit: r.Options.Limit,
-		Recipes: r.Recipes, Groups: r.Groups, Overall: r.Overall,
+		Recipes: r.Recipes, Groups: r.Groups, Regimes: r.Regimes, Overall: r.Overall,
 		Rows: []jsonRow{}, Skipped: []jsonSkip{},
 	}
 	if doc.Backend == "" {

@@ -95,6 +95,10 @@ type Report struct {
 	Filtered  int // left out by --model / --hardware
 	Rows      []RowResult
 	Groups    []GroupStats
+	// Regimes are the same statistics per (model, precision, ISL bucket,
+	// concurrency bucket), every chip and backend together, so that a
+	// reader sees where BLIS is weak (regimeStats).
+	Regimes   []RegimeStats
 	Overall   GroupStats // every simulated row
 	Skipped   []Skip     // in file order
 	Recipes   []*Recipe
@@ -166,6 +170,7 @@ func Validate(file string, rows []Row, opts Options) (*Report, error) {
 	rep.Skipped = skipped
 	rep.Recipes = usedRecipes(ok)
 	rep.Groups, rep.Overall = groupStats(rep.Rows)
+	rep.Regimes = regimeStats(rep.Rows)
 	return rep, nil
 }
 
@@ -211,6 +216,83 @@ func Simulate(p *Plan) (pred Prediction, skip *Skip) {
 		GPUKVCacheTokens: res.Memory.KVTokens, Preemptions: int(out.Engine.Preemptions),
 		MeanBatchSize: sum.MeanBatchSize, DurationS: sum.DurationS, StepModel: res.Pricer.Name(),
 	}, nil
+}
+
+// RegimeStats is one regime's errors: a model and precision at an input
+// length bucket and a concurrency bucket.
+type RegimeStats struct {
+	Model       string           `json:"model"`
+	Precision   string           `json:"precision"`
+	ISL         string           `json:"isl"`         // "1k", "8k", ...: the bucket's upper bound
+	Concurrency string           `json:"concurrency"` // "1-4", "5-16", "17-64", "65+"
+	TTFT        score.ErrorStats `json:"ttft"`
+	TPOT        score.ErrorStats `json:"tpot"`
+}
+
+// islBucket and concBucket name a row's regime: input lengths up to 1k,
+// 2k, 4k, 8k or longer (InferenceX's 1k/8k workloads fall in the first and
+// fourth), concurrency 1–4 (latency-bound), 5–16, 17–64, above 64
+// (throughput-bound).
+func islBucket(isl int) string {
+	for _, b := range []int{1024, 2048, 4096, 8192} {
+		if isl <= b {
+			return fmt.Sprintf("%dk", b/1024)
+		}
+	}
+	return ">8k"
+}
+
+func concBucket(c int) string {
+	switch {
+	case c <= 4:
+		return "1-4"
+	case c <= 16:
+		return "5-16"
+	case c <= 64:
+		return "17-64"
+	}
+	return "65+"
+}
+
+// regimeStats computes the statistics per (model, precision, ISL bucket,
+// concurrency bucket), in that order.
+func regimeStats(rows []RowResult) []RegimeStats {
+	type acc struct {
+		g          RegimeStats
+		key        [4]string
+		ttft, tpot []float64
+	}
+	groups := map[[4]string]*acc{}
+	for i := range rows {
+		r := &rows[i]
+		g := RegimeStats{Model: r.Plan.Row.ModelPath, Precision: r.Plan.Row.Precision, ISL: islBucket(r.Plan.Row.ISL), Concurrency: concBucket(r.Plan.Concurrency)}
+		k := [4]string{strings.ToLower(g.Model), g.Precision, g.ISL, g.Concurrency}
+		a := groups[k]
+		if a == nil {
+			a = &acc{g: g, key: k}
+			groups[k] = a
+		}
+		a.ttft = append(a.ttft, r.TTFTError)
+		a.tpot = append(a.tpot, r.TPOTError)
+	}
+	rank := map[string]int{"1k": 0, "2k": 1, "4k": 2, "8k": 3, ">8k": 4, "1-4": 0, "5-16": 1, "17-64": 2, "65+": 3}
+	accs := slices.Collect(maps.Values(groups))
+	sort.Slice(accs, func(i, j int) bool {
+		a, b := accs[i].key, accs[j].key
+		if a[0] != b[0] || a[1] != b[1] {
+			return a[0]+"\x00"+a[1] < b[0]+"\x00"+b[1]
+		}
+		if a[2] != b[2] {
+			return rank[a[2]] < rank[b[2]]
+		}
+		return rank[a[3]] < rank[b[3]]
+	})
+	out := make([]RegimeStats, len(accs))
+	for i, a := range accs {
+		a.g.TTFT, a.g.TPOT = score.Summarize(a.ttft), score.Summarize(a.tpot)
+		out[i] = a.g
+	}
+	return out
 }
 
 // groupStats computes the statistics per (model, precision, chip, backend),

@@ -122,3 +122,48 @@ func TestLimitAndOptions(t *testing.T) {
 		t.Errorf("empty file: %v %v", rep, err)
 	}
 }
+
+func TestRegimeStats(t *testing.T) {
+	row := func(model string, isl, conc int, ttft, tpot float64) RowResult {
+		return RowResult{Plan: &Plan{Row: &Row{ModelPath: model, ISL: isl}, Concurrency: conc}, TTFTError: ttft, TPOTError: tpot}
+	}
+	rows := []RowResult{
+		row("b/Model", 8192, 64, -40, 5), row("b/Model", 1024, 4, -10, 2), row("b/Model", 8000, 32, -20, 1),
+		row("a/Other", 1024, 128, 3, -3), row("b/Model", 1024, 1, -12, 4),
+	}
+	got := regimeStats(rows)
+	want := []struct {
+		model, isl, conc string
+		n                int
+		ttftSigned       float64
+	}{
+		{"a/Other", "1k", "65+", 1, 3},
+		{"b/Model", "1k", "1-4", 2, -11},
+		{"b/Model", "8k", "17-64", 2, -30},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d regimes, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Model != w.model || g.ISL != w.isl || g.Concurrency != w.conc || g.TTFT.N != w.n || g.TTFT.SignedMean != w.ttftSigned {
+			t.Errorf("regime %d: %s %s %s n=%d signed %g, want %+v", i, g.Model, g.ISL, g.Concurrency, g.TTFT.N, g.TTFT.SignedMean, w)
+		}
+	}
+	for _, tc := range []struct {
+		isl  int
+		want string
+	}{{1, "1k"}, {1024, "1k"}, {1025, "2k"}, {8192, "8k"}, {9000, ">8k"}} {
+		if got := islBucket(tc.isl); got != tc.want {
+			t.Errorf("islBucket(%d) = %s, want %s", tc.isl, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		c    int
+		want string
+	}{{1, "1-4"}, {4, "1-4"}, {5, "5-16"}, {64, "17-64"}, {65, "65+"}} {
+		if got := concBucket(tc.c); got != tc.want {
+			t.Errorf("concBucket(%d) = %s, want %s", tc.c, got, tc.want)
+		}
+	}
+}
