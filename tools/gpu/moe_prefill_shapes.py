@@ -174,7 +174,10 @@ def main():
                         logits = torch.full((n, experts), -30.0, device="cuda", dtype=torch.bfloat16)
                         logits.scatter_(1, ids.long(), 0.0)
                         with set_current_vllm_config(cfg):
-                            ms = time_graph(lambda: layer.forward_impl(x, logits))
+                            # FusedMoE.forward_impl where the version has it (the
+                            # layer's own computation, outside the custom-op wrapper)
+                            fwd = getattr(layer, "forward_impl", layer.forward)
+                            ms = time_graph(lambda: fwd(x, logits))
                         w.writerow(["VLLM", vllm.__version__, device, "moe", label, dtype, n, hidden,
                                     inter, topk, experts, tp, ep, dist, f"{ms:.6f}"])
                         f.flush()
