@@ -121,6 +121,7 @@ func (cf *chipFit) fitAttention() ([]catalog.AttnDecodeLaw, []catalog.AttnPrefil
 			scope := join(
 				fmt.Sprintf("kv_cache_dtype=%s, kernel_source=%s (%d rows of other kernels excluded)", kvd, kern, dropped),
 				fmt.Sprintf("batch %g..%g, KV length isl+step %g..%g, window_size 0/128/1024/8192 (reads capped at the window), %d distinct (heads, kv_heads, head_dim) per GPU", minOf(g.B, rows), maxOf(g.B, rows), minOf(g.step, rows)+1, maxOf(g.step, rows)+1, shapes),
+				fmt.Sprintf("kv_heads per GPU %g..%g: more (MHA at TP1-2, e.g. Llama-2-7B's 32) is extrapolated and provisional (tools/gpu/attn_decode_mha.py times it on Hopper)", minOf(g.KV, rows), maxOf(g.KV, rows)),
 				heldRule("(num_heads, num_key_value_heads, head_dim)"),
 			)
 			law.Provenance = provenance([]string{g.file}, scope, fs, fm, hm)

@@ -78,7 +78,9 @@ type AttnShape struct {
 //
 // The per-(sequence, KV head) cost is the work item the kernel launches
 // for each; it, not a per-sequence or per-query-head cost, is what the
-// tables' batch dependence follows.
+// tables' batch dependence follows. The tables stop at 8 KV heads per
+// GPU: MHA layers (Llama-2-7B's 32 at TP1) are the law's extrapolation in
+// KVHeads (tools/gpu/attn_decode_mha.py times them).
 func AttnDecodeTime(l *catalog.AttnDecodeLaw, a AttnShape, seqs, kvTokens float64) float64 {
 	if seqs <= 0 {
 		return 0
