@@ -366,15 +366,8 @@ func (e *Engine) offloadFilledHybrid(r *Request, upto int) {
 		r.off.nextStore = full
 		return
 	}
-	stored, ev, ok := o.cpu.PrepareStore(keys, o.hashes())
-	e.stats.OffloadTierEvictions += int64(ev)
-	if !ok {
-		o.recycle(stored)
-		return // no room: vLLM logs "cannot store" and retries at the next fill
-	}
-	r.off.nextStore = full
-	if len(stored) == 0 {
-		o.recycle(stored)
+	stored := e.prepareStore(r, keys, full, false)
+	if stored == nil {
 		return
 	}
 	e.touchHybrid(r, e.baseKeys(r, r.NumTokens()/o.chunkTok))

@@ -531,27 +531,12 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		return
 	}
 	keys := e.chunkKeys(r, r.off.nextStore, full)
-	var stored []uint64
-	var ev int
-	var ok bool
-	if r.Private && r.Preemptions == 0 && o.cfg.CPU == nil {
-		// No other request has these chunks (Private), and r has not
-		// stored them (before a preemption nextStore only grows; a load
-		// after one can lower it): the engine's own tier cannot hold them.
-		stored, ev, ok = o.cpu.PrepareStoreFresh(keys, o.hashes())
-	} else {
-		stored, ev, ok = o.cpu.PrepareStore(keys, o.hashes())
-	}
-	e.stats.OffloadTierEvictions += int64(ev)
-	if !ok {
-		o.recycle(stored)
-		return // no room: vLLM logs "cannot store" and retries at the next fill
-	}
-	r.off.nextStore = full
-	if len(stored) == 0 {
-		// vLLM's _get_reqs_to_store skips a request with nothing to store
-		// before touching its chunks.
-		o.recycle(stored)
+	// No other request has these chunks (Private), and r has not stored
+	// them (before a preemption nextStore only grows; a load after one can
+	// lower it): the engine's own tier cannot hold them.
+	fresh := r.Private && r.Preemptions == 0 && o.cfg.CPU == nil
+	stored := e.prepareStore(r, keys, full, fresh)
+	if stored == nil {
 		return
 	}
 	o.cpu.TouchRun(&r.off.run, e.chunkKeys(r, 0, full))
@@ -567,6 +552,33 @@ func (e *Engine) offloadFilled(r *Request, upto int) {
 		return
 	}
 	e.trackStore(r, stored, 0)
+}
+
+// prepareStore reserves the CPU tier's room for r's chunk keys, the
+// chunks before chunk full (fresh: none of them can be in the tier), and
+// returns the keys it must store, or nil when it stores nothing: no room
+// (vLLM logs "cannot store" and retries at the next fill, nextStore left
+// as it was) or every key already stored (vLLM's _get_reqs_to_store skips
+// a request with nothing to store before touching its chunks).
+func (e *Engine) prepareStore(r *Request, keys []uint64, full int, fresh bool) []uint64 {
+	o := e.off
+	var stored []uint64
+	var ev int
+	var ok bool
+	if fresh {
+		stored, ev, ok = o.cpu.PrepareStoreFresh(keys, o.hashes())
+	} else {
+		stored, ev, ok = o.cpu.PrepareStore(keys, o.hashes())
+	}
+	e.stats.OffloadTierEvictions += int64(ev)
+	if ok {
+		r.off.nextStore = full
+	}
+	if !ok || len(stored) == 0 {
+		o.recycle(stored)
+		return nil
+	}
+	return stored
 }
 
 // trackStore records the D2H copy of r's chunks stored (bytes on the
