@@ -328,7 +328,7 @@ func (e *Engine) offloadFilledHybrid(r *Request, upto int) {
 	bpc := o.cfg.BlocksPerChunk
 	// alignment_block_count: chunks per full-attention block.
 	seg, w := max(o.cfg.AlignTokens/o.chunkTok, 1), e.swChunks()
-	base := e.baseKeys(r, full)
+	base := e.baseKeys(r, r.NumTokens()/o.chunkTok) // every chunk: the stored ones, then touchHybrid's
 	keys := o.hy.keys[:0]
 	clear(o.hy.partial)
 	for g, win := range e.hy.windows {
@@ -370,7 +370,7 @@ func (e *Engine) offloadFilledHybrid(r *Request, upto int) {
 	if stored == nil {
 		return
 	}
-	e.touchHybrid(r, e.baseKeys(r, r.NumTokens()/o.chunkTok))
+	e.touchHybrid(r, base)
 	blocks := int64(len(stored) * bpc)
 	for _, k := range stored {
 		if live, ok := o.hy.partial[k]; ok {
