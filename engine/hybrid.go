@@ -104,11 +104,10 @@ func gkey(h uint64, g int) uint64 {
 // before the window of the token after its first c computed ones (vLLM's
 // remove_skipped_blocks; blocks go to the free queue last-first).
 func (e *Engine) removeSkipped(r *Request, c int) {
-	skip := c - e.hy.window + 1
-	if skip < e.cfg.BlockSize {
+	nb := e.windowSkipped(c, e.hy.window)
+	if nb == 0 {
 		return
 	}
-	nb := skip / e.cfg.BlockSize
 	for _, g := range e.hy.slide {
 		k := r.group(g)
 		n := min(nb, len(k.blocks))
@@ -119,6 +118,11 @@ func (e *Engine) removeSkipped(r *Request, c int) {
 		k.skipped = max(k.skipped, n)
 	}
 }
+
+// windowSkipped is the whole blocks before the sliding window of w tokens
+// that ends at c computed tokens (vLLM's SlidingWindowManager
+// get_num_skipped_tokens, c − w + 1, in blocks).
+func (e *Engine) windowSkipped(c, w int) int { return max(0, c-w+1) / e.cfg.BlockSize }
 
 // cachedIn reports whether hash h is cached in every group of gs.
 func (e *Engine) cachedIn(h uint64, gs []int) bool {
@@ -250,7 +254,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 		}
 		skipped := 0
 		if w > 0 {
-			skipped = max(0, skipAt-w+1) / bs
+			skipped = e.windowSkipped(skipAt, w)
 		}
 		total += max(required-max(skipped, hit+len(k.blocks)), 0)
 		for i := max(0, skipped-len(k.blocks)); i < hit; i++ {
@@ -269,7 +273,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 			k := r.group(g)
 			skipped := 0
 			if w > 0 {
-				skipped = min(max(0, skipAt-w+1)/bs, hit)
+				skipped = min(e.windowSkipped(skipAt, w), hit)
 			}
 			for i := 0; i < skipped; i++ {
 				k.blocks = append(k.blocks, 0)
@@ -294,7 +298,7 @@ func (e *Engine) allocateHybrid(r *Request, n, hit int) bool {
 		}
 		if w > 0 && e.ext > 0 {
 			// The loaded tokens' slots before the window: null.
-			skipped := min(max(0, skipAt-w+1)/bs, want)
+			skipped := min(e.windowSkipped(skipAt, w), want)
 			for len(k.blocks) < skipped {
 				k.blocks = append(k.blocks, 0)
 			}

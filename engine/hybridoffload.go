@@ -245,7 +245,7 @@ func (e *Engine) offloadReserveHybrid(r *Request, now time.Duration, hitBlocks, 
 	for g, w := range h.windows {
 		first := hitBlocks
 		if w > 0 {
-			first = max(first, max(0, cached-w+1)/bs)
+			first = max(first, e.windowSkipped(cached, w))
 		}
 		if first >= nb {
 			continue
