@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"blis/kvtier"
+)
 
 // KV offloading for a hybrid KV cache (hybrid.go: full-attention groups
 // plus sliding-window groups drawing on one block pool; gpt-oss,
@@ -65,14 +69,19 @@ func (e *Engine) baseKeys(r *Request, n int) []uint64 {
 	return o.hy.base
 }
 
+// holds reports whether tier t has key k stored and readable.
+func (o *offload) holds(t kvtier.Tier, k uint64) bool {
+	o.hy.one[0] = k
+	return t.Lookup(o.hy.one[:]) == 1
+}
+
 // stored reports whether key k is readable in the CPU tier or a secondary one.
 func (o *offload) stored(k uint64) bool {
-	o.hy.one[0] = k
-	if o.cpu.Lookup(o.hy.one[:]) == 1 {
+	if o.holds(o.cpu, k) {
 		return true
 	}
 	for i := range o.sec {
-		if o.sec[i].t.Lookup(o.hy.one[:]) == 1 {
+		if o.holds(o.sec[i].t, k) {
 			return true
 		}
 	}
@@ -285,8 +294,7 @@ func (o *offload) byTier(hs []uint64) int {
 	rest := o.hy.rest[:0]
 	n := 0
 	for _, k := range hs {
-		o.hy.one[0] = k
-		if o.cpu.Lookup(o.hy.one[:]) == 1 {
+		if o.holds(o.cpu, k) {
 			hs[n] = k
 			n++
 		} else {
@@ -297,8 +305,7 @@ func (o *offload) byTier(hs []uint64) int {
 	for i := range o.sec {
 		m := 0
 		for _, k := range rest {
-			o.hy.one[0] = k
-			if o.sec[i].t.Lookup(o.hy.one[:]) == 1 {
+			if o.holds(o.sec[i].t, k) {
 				hs[at] = k
 				at++
 			} else {
