@@ -57,11 +57,16 @@ func (c Config) validateGroups() error {
 	return nil
 }
 
+// hybridCache reports whether the KV cache takes the hybrid path: more
+// than one group, or a sliding window; a plain model (no groups, or one
+// full-attention group) does not.
+func (c Config) hybridCache() bool { return c.KVCache.Groups > 1 || c.KVCache.Sliding != 0 }
+
 // initHybrid sets the engine up for the configured groups; a plain model
-// (no groups, or one full-attention group) keeps the plain path.
+// keeps the plain path.
 func (e *Engine) initHybrid() {
 	l := e.cfg.KVCache
-	if l.Groups <= 1 && l.Sliding == 0 {
+	if !e.cfg.hybridCache() {
 		return
 	}
 	e.hybrid = true

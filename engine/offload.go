@@ -152,7 +152,7 @@ func (o *OffloadConfig) validate(c Config) error {
 		// prefix caching (mamba_cache_mode "align"), which BLIS does not
 		// model: it serves these models with prefix caching off.
 		return fmt.Errorf("KV offload with mamba (Gated DeltaNet) KV cache groups is not modelled: vLLM offloads their state only with mamba prefix caching, which BLIS does not model")
-	case (c.KVCache.Groups > 1 || c.KVCache.Sliding != 0) && o.Connector != OffloadNative:
+	case c.hybridCache() && o.Connector != OffloadNative:
 		return fmt.Errorf("KV offload through LMCache with a hybrid KV cache (%d groups, sliding windows) is not modelled: use vLLM's OffloadingConnector (--kv-offloading-backend native)", c.KVCache.Groups)
 	case !c.EnablePrefixCaching:
 		return fmt.Errorf("KV offload needs prefix caching (chunks are named by block hashes): drop --no-enable-prefix-caching")
