@@ -56,13 +56,7 @@ func TestHybridOffloadReload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			as := []arrival{
-				{0, req(1, 1, seg(1, 1024))},
-				{100 * time.Millisecond, req(2, 1, seg(2, 1024))},
-				{200 * time.Millisecond, req(3, 1, seg(3, 1024))},
-				{300 * time.Millisecond, req(4, 1, seg(1, 1024), seg(4, 16))},
-			}
-			drive(t, e, as)
+			drive(t, e, rereadArrivals())
 			st := e.Stats()
 			if st.PrefixHits != 0 {
 				t.Fatalf("GPU prefix hit %d tokens: the pool kept the document", st.PrefixHits)
@@ -151,13 +145,8 @@ func TestHybridOffloadWaitsForALoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := []arrival{
-		{0, req(1, 1, seg(1, 1024))},
-		{100 * time.Millisecond, req(2, 1, seg(2, 1024))},
-		{200 * time.Millisecond, req(3, 1, seg(3, 1024))},
-		{300 * time.Millisecond, req(4, 1, seg(1, 1024), seg(4, 16))},
-		{300 * time.Millisecond, req(5, 1, seg(1, 1024), seg(5, 16))},
-	}
+	// A second question about the first document with request 4's.
+	as := append(rereadArrivals(), arrival{300 * time.Millisecond, req(5, 1, seg(1, 1024), seg(5, 16))})
 	drive(t, e, as)
 	st := e.Stats()
 	if st.OffloadLoads != 1 {
