@@ -20,10 +20,7 @@ const mambaGroup = -1
 // (vLLM's MambaModelConfig turns it off for Qwen3.5).
 func (c Config) validateMamba() error {
 	l := c.KVCache
-	all := uint64(1)<<uint(l.Groups) - 1
-	if l.Groups == 64 {
-		all = ^uint64(0)
-	}
+	all := uint64(1)<<uint(l.Groups) - 1 // 64 groups: the shift gives 0, so every bit
 	switch {
 	case l.Mamba&^all != 0:
 		return fmt.Errorf("KV cache groups: mamba mask %#x names groups beyond the %d", l.Mamba, l.Groups)

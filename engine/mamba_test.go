@@ -83,6 +83,7 @@ func TestMambaConfigValidation(t *testing.T) {
 	}{
 		{kernel.KVCacheLayout{Groups: 2, Mamba: 4}, false, "beyond"},
 		{kernel.KVCacheLayout{Groups: 2, Mamba: 3}, false, "attention group"},
+		{kernel.KVCacheLayout{Groups: 64, Mamba: ^uint64(0)}, false, "attention group"},
 		{kernel.KVCacheLayout{Groups: 3, Mamba: 2, Sliding: 4, Window: 8}, false, "sliding"},
 		{kernel.KVCacheLayout{Groups: 2, Mamba: 2}, true, "prefix caching"},
 	} {
