@@ -100,6 +100,11 @@ func (c Config) Validate() error {
 	if err := c.Spec.validate(); err != nil {
 		return err
 	}
+	if s := c.Spec.DraftSlots; c.MaxNumBatchedTokens <= s {
+		// vLLM @000fc94b vllm/config/vllm.py _set_max_num_scheduled_tokens
+		// refuses this: the input budget could never admit a request.
+		return fmt.Errorf("--max-num-batched-tokens %d: must exceed the drafter's %d input slots per request (max_num_new_slots_for_drafting) to schedule a token", c.MaxNumBatchedTokens, s)
+	}
 	return c.validateGroups()
 }
 

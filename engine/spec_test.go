@@ -640,3 +640,24 @@ func TestSpecDraftSlotsChargeTheInputBudget(t *testing.T) {
 		t.Errorf("3 draft slots at k 2: %v", err)
 	}
 }
+
+// TestSpecDraftSlotsNeedABudget: vLLM refuses to start when
+// --max-num-batched-tokens is no more than the drafter's input slots per
+// request (VllmConfig._set_max_num_scheduled_tokens: "does not have enough
+// slots to schedule a token"), since the input budget could then admit no
+// request: BLIS refuses the configuration too instead of running an engine
+// that never schedules.
+func TestSpecDraftSlotsNeedABudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget, slots int
+		ok            bool
+	}{{4, 4, false}, {3, 4, false}, {5, 4, true}, {1, 0, true}} {
+		c := scfg(tc.budget, 16, 4096, 16, []float64{0, 0, 0, 0, 0}, specdecode.Random, true)
+		c.MaxModelLen = 2048
+		c.Spec.DraftSlots = tc.slots
+		_, err := New(c)
+		if tc.ok != (err == nil) || !tc.ok && !strings.Contains(err.Error(), "--max-num-batched-tokens") {
+			t.Errorf("budget %d, %d draft slots: %v", tc.budget, tc.slots, err)
+		}
+	}
+}
