@@ -34,6 +34,8 @@ import os
 
 import torch
 
+from cudagraph_timing import graph_ms
+
 try:
     from vllm.vllm_flash_attn import flash_attn_varlen_func, get_scheduler_metadata
 except ImportError as e:  # pragma: no cover - needs vllm
@@ -54,28 +56,6 @@ BATCHES = [1, 8, 32, 64, 96, 112, 128, 192, 256]
 CTXS = [128, 512, 1024, 1536, 2048, 4096]
 MIXED_BATCHES = [64, 100, 128]
 MIXED_CHUNK_CACHED = [0, 2048, 6144]
-
-
-def graph_time(fn, warmup, iters):
-    """Mean time (ms) of one replay of fn captured in a CUDA graph."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    for _ in range(warmup):
-        g.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        g.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
 
 
 def make_call(q_lens, k_lens, heads, kv_heads, head_dim, kv_dtype):
@@ -138,7 +118,7 @@ def main():
                         # The table's rows cache isl tokens and decode at step
                         # ctx - isl; isl = ctx - 1, step 1 keeps KV length ctx.
                         fn = make_call([1] * b, [ctx] * b, h, kvh, d, kvd)
-                        ms = graph_time(fn, a.warmup, a.iters)
+                        ms = graph_ms(fn, a.warmup, a.iters)
                         w.writerow(["VLLM", vllm.__version__, device, "generation_attention",
                                     "vllm_flash_attn_fa3", b, ctx - 1, h, kvh, d, 1, "bfloat16",
                                     kvd, 1, 0, f"{ms:.6f}"])
@@ -154,7 +134,7 @@ def main():
                     for cached in MIXED_CHUNK_CACHED:
                         chunk = 2048 - b
                         fn = make_call([1] * b + [chunk], [ctx] * b + [cached + chunk], h, kvh, d, "bfloat16")
-                        ms = graph_time(fn, a.warmup, a.iters)
+                        ms = graph_ms(fn, a.warmup, a.iters)
                         w.writerow([device, h, kvh, d, "bfloat16", b, ctx, chunk, cached, f"{ms:.6f}"])
                         f.flush()
                         torch.cuda.empty_cache()

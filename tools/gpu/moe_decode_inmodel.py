@@ -33,6 +33,8 @@ import sys
 
 import torch
 
+from cudagraph_timing import graph_ms
+
 TOKENS = [1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 256]
 CALLS = 16          # MoE calls per graph replay
 L2_BYTES = 256 << 20  # cold_chain holds at least 4x this many expert bytes
@@ -81,28 +83,6 @@ def route(logits, bias, topk):
         return (w / w.sum(-1, keepdim=True)).float(), i.to(torch.int32)
 
 
-def time_graph(fn, reps=20):
-    """Milliseconds per replay of fn captured in one CUDA graph."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(reps):
-        g.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / reps
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="CSV file to write")
@@ -149,7 +129,7 @@ def main():
 
                 for mode in ("same_weights", "cold_chain", "cold_routed"):
                     try:
-                        ms = time_graph(run(mode)) / CALLS
+                        ms = graph_ms(run(mode), warmup=1) / CALLS
                     except Exception as e:  # a kernel that refuses the shape: say so, go on
                         print(f"{model} {dtype} tp{tp} ep{ep} T={t} {mode}: {e}", file=sys.stderr)
                         continue

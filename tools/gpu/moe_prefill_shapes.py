@@ -42,6 +42,8 @@ import sys
 
 import torch
 
+from cudagraph_timing import graph_ms
+
 TOKENS = [1, 8, 64, 256, 512, 1024, 2048, 4096, 8192, 16384]
 DISTRIBUTIONS = ["balanced", "power_law_1.01", "power_law_1.2"]
 
@@ -112,28 +114,6 @@ def build_layer(case, tp, ep):
     return layer, cfg
 
 
-def time_graph(fn, warmup=5, iters=20):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    for _ in range(warmup):
-        g.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(iters):
-        g.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="moe_prefill_shapes.csv")
@@ -177,7 +157,7 @@ def main():
                             # FusedMoE.forward_impl where the version has it (the
                             # layer's own computation, outside the custom-op wrapper)
                             fwd = getattr(layer, "forward_impl", layer.forward)
-                            ms = time_graph(lambda: fwd(x, logits))
+                            ms = graph_ms(lambda: fwd(x, logits))
                         w.writerow(["VLLM", vllm.__version__, device, "moe", label, dtype, n, hidden,
                                     inter, topk, experts, tp, ep, dist, f"{ms:.6f}"])
                         f.flush()
