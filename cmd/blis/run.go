@@ -104,29 +104,10 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 	// and a staged run's per-stage ITL needs every gap.
 	stages := res.Stages()
 	detailed := s.SaveDetailed || slices.Contains(formats, "aiperf") || slices.Contains(formats, "inference-perf") || len(stages) > 0
-	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
-		Percentiles: s.MetricPercentiles, Metrics: commaList(s.PercentileMetrics), Detailed: detailed,
-		// The result files stream through sinks: nothing is kept per
-		// request but the statistics' compact values, on disk beyond 4 MiB.
-		OmitRequests: true, TempDir: spillDir(s, res.Model.ID),
-	})
-	if err != nil {
-		return &scenario.InputError{Msg: err.Error()}
-	}
-	defer rec.Close()
 	outs, err := openOutputs(s, res, formats, stages, detailed)
 	if err != nil {
 		return err
 	}
-	for _, sink := range outs.sinks() {
-		rec.AddSink(sink)
-	}
-	var perStage *metrics.StageStats
-	if len(stages) > 0 {
-		perStage = metrics.NewStageStats(stages, 0)
-		rec.AddSink(perStage)
-	}
-	cfg := res.ClientConfig()
 	total := s.NumPrompts // 0: the dataset's own count, unknown until read
 	if s.Dataset() == workload.DatasetRandom {
 		total = res.Random.NumPrompts
@@ -135,42 +116,22 @@ func runScenario(s scenario.Scenario, dryRun, quiet bool, stdout, stderr io.Writ
 		total = int(s.Load.Requests())
 	}
 	bar := progress.New(stderr, "blis run", "requests", int64(total), quiet)
+	var follow func(int64, time.Duration)
 	if bar != nil {
-		cfg.Progress = bar.Update
+		follow = bar.Update
 	}
-	out, err := cluster.Run(cfg, res.Source, rec)
+	run, err := simulate(s, res, simOptions{Sinks: outs.sinks(), Detailed: detailed, SpillDir: spillDir(s, res.Model.ID), Progress: follow})
 	bar.Done()
-	if err == nil {
-		err = rec.Err()
-	}
 	if err != nil {
 		outs.abort()
 		return err
 	}
-	printClient(stderr, s, out)
-	if err := checkServed(stderr, s, out); err != nil {
+	printClient(stderr, s, run.Out)
+	if err := checkServed(stderr, s, run.Out); err != nil {
+		outs.abort()
 		return err
 	}
-	hit := 0.0
-	if out.Engine.PrefixQueries > 0 {
-		hit = float64(out.Engine.PrefixHits) / float64(out.Engine.PrefixQueries)
-	}
-	dep := deploymentOf(res, out)
-	summary := rec.Summarize(metrics.SummaryInput{
-		Duration: out.Duration, Backend: s.Backend, Label: s.Label, Metadata: s.Metadata,
-		ModelID: res.Model.ID, TokenizerID: cmp.Or(s.Tokenizer, res.Model.ID), Goodput: s.Goodput,
-		// vLLM writes --num-prompts; left at 0 (the dataset's own count) it
-		// is the number of requests the timed run sent.
-		NumPrompts: cmp.Or(s.NumPrompts, int(out.Sent)), RequestRate: s.RequestRate, Burstiness: s.Burstiness,
-		MaxConcurrency:     s.MaxConcurrency,
-		GPUKVCacheTokens:   res.Memory.KVTokens,
-		NumPreemptions:     int(out.Engine.Preemptions),
-		PrefixCacheHitRate: hit,
-		Deployment:         dep,
-	})
-	if perStage != nil {
-		summary.Stages = perStage.Results(summary.Percentiles)
-	}
+	summary, dep := run.Summary, run.Deployment
 	w := bufio.NewWriter(stdout)
 	if err := metrics.WriteTable(w, summary); err != nil {
 		outs.abort()
