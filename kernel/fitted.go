@@ -87,7 +87,6 @@ type term struct {
 	pre     *catalog.AttnPrefillLaw
 	attn    AttnShape
 	window  float64
-	varlen  bool // termAttn: a mixed step's decode and prefill rows are one call (VarlenOneCall)
 	mlaDec  *catalog.MLALaw
 	mlaPre  *catalog.MLALaw
 	mla     MLAShape
@@ -771,7 +770,6 @@ func (r *resolver) add(op catalog.Op, count float64) {
 			r.err = err
 			return
 		}
-		t.varlen = VarlenOneCall(t.dec, t.pre)
 	case catalog.OpMoE:
 		m := op.MoE
 		t.kind, t.rows = termMoE, rowsGroup
@@ -1082,25 +1080,21 @@ func (f *fitted) work(b *Batch, mAll int, graphed bool) (compute, memory, comm f
 			}
 			compute += t.count * t.batch * s
 		case termAttn:
-			kv, p, c := decodeCtx, pairs, prefillCtx
-			if t.window > 0 {
-				kv = math.Min(kv, nDec*t.window)
-				p = math.Min(p, pre*t.window)
-				c = math.Min(c, nPre*t.window)
-			}
 			var s float64
-			switch {
-			case t.varlen && nDec > 0 && nPre > 0:
-				// FlashAttention: the decode rows and the prefill chunk
-				// are one varlen call (AttnMixedTime).
-				s = AttnMixedTime(t.dec, t.pre, t.attn, nDec, kv, pre, p, c)
-			default:
-				if nDec > 0 {
-					s += AttnDecodeTime(t.dec, t.attn, nDec, kv)
+			if nDec > 0 {
+				kv := decodeCtx
+				if t.window > 0 {
+					kv = math.Min(kv, nDec*t.window)
 				}
-				if nPre > 0 {
-					s += AttnPrefillTime(t.pre, t.attn, pre, p, c)
+				s += AttnDecodeTime(t.dec, t.attn, nDec, kv)
+			}
+			if nPre > 0 {
+				p, c := pairs, prefillCtx
+				if t.window > 0 {
+					p = math.Min(p, pre*t.window)
+					c = math.Min(c, nPre*t.window)
 				}
+				s += AttnPrefillTime(t.pre, t.attn, pre, p, c)
 			}
 			compute += t.count * s
 		case termMLA:

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"math"
-	"strings"
 
 	"blis/catalog"
 )
@@ -113,43 +112,6 @@ func AttnPrefillTime(l *catalog.AttnPrefillLaw, a AttnShape, tokens, pairs, cach
 	bytes := tokens*(2*a.Heads+2*a.KVHeads)*a.HeadDim*2 + cachedTokens*2*a.KVHeads*a.HeadDim*l.KVBytes
 	mem := bytes / (l.MemBW * l.BWEff)
 	return l.T0 + math.Sqrt(c*c+mem*mem)
-}
-
-// VarlenOneCall reports whether vLLM runs a mixed step's decode rows and
-// prefill chunk as one attention call on the kernels these laws were fitted
-// on: FlashAttention (vllm_flash_attn_*: FlashAttentionImpl.forward in
-// vllm/v1/attention/backends/flash_attn.py calls flash_attn_varlen_func once
-// over every query row, with cu_seqlens_q and seqused_k), not FlashInfer /
-// TRT-LLM, whose backend runs separate decode and prefill wrappers.
-func VarlenOneCall(d *catalog.AttnDecodeLaw, p *catalog.AttnPrefillLaw) bool {
-	return strings.HasPrefix(d.Kernel, "vllm_flash_attn") && strings.HasPrefix(p.Kernel, "vllm_flash_attn")
-}
-
-// AttnMixedTime prices a mixed step's attention as FlashAttention runs it:
-// one varlen call over seqs decode rows (reading kvTokens cached tokens)
-// and a prefill chunk of tokens rows (pairs causal pairs, cachedTokens read
-// back). The call is one persistent grid (FA3's
-// VarlenDynamicPersistentTileScheduler, hopper/tile_scheduler.hpp: one CTA
-// per SM taking tiles from an atomic counter) whose tiles are numbered batch
-// by batch, so the decode rows' memory-bound tiles and the chunk's
-// compute-bound tiles run one phase after the other, overlapping only in the
-// wave where one phase hands over to the other. The call therefore pays one
-// fixed cost, not two, and the two laws' work in full:
-//
-//	t = max(T0_dec, T0_pre) + (AttnDecodeTime − T0_dec) + (AttnPrefillTime − T0_pre)
-//
-// The hand-over wave's overlap (at most one wave of tiles, about the size
-// of the fixed cost) is not credited. No per-operator table times a mixed
-// call: this composition is provisional until tools/gpu/attn_decode_mha.py's
-// mixed rows (one call beside the same rows as two calls) are measured.
-func AttnMixedTime(d *catalog.AttnDecodeLaw, p *catalog.AttnPrefillLaw, a AttnShape, seqs, kvTokens, tokens, pairs, cachedTokens float64) float64 {
-	if seqs <= 0 {
-		return AttnPrefillTime(p, a, tokens, pairs, cachedTokens)
-	}
-	if tokens <= 0 {
-		return AttnDecodeTime(d, a, seqs, kvTokens)
-	}
-	return math.Max(d.T0, p.T0) + (AttnDecodeTime(d, a, seqs, kvTokens) - d.T0) + (AttnPrefillTime(p, a, tokens, pairs, cachedTokens) - p.T0)
 }
 
 // CausalPairs is the number of (query, key) pairs causal attention computes

@@ -94,47 +94,6 @@ func TestAttnPrefillHand(t *testing.T) {
 	near(t, "bandwidth-bound prefill", AttnPrefillTime(&l, a, 10, CausalPairs(10, 500, 0), 500), want)
 }
 
-func TestAttnMixedOneCall(t *testing.T) {
-	d := catalog.AttnDecodeLaw{Kernel: "vllm_flash_attn_fa3", KVBytes: 2, MemBW: 3.35e12, BWEff: 0.92, T0: 1.2e-5, PerSeqHead: 2.3e-8}
-	p := catalog.AttnPrefillLaw{Kernel: "vllm_flash_attn_fa3", KVBytes: 2, PeakFLOPS: 989e12, MemBW: 3.35e12, EffMax: 0.95, BWEff: 0.3, WorkHalf: 16500, SoftmaxDim: 72, T0: 1.3e-5}
-	// Hand value: one floor (the larger), both calls' work in full.
-	hd := catalog.AttnDecodeLaw{KVBytes: 2, MemBW: 1e12, BWEff: 1, T0: 1e-5, PerSeqHead: 1e-8}
-	hp := catalog.AttnPrefillLaw{KVBytes: 2, PeakFLOPS: 1e15, MemBW: 1e30, EffMax: 1, BWEff: 1, T0: 2e-5}
-	a := AttnShape{Heads: 32, KVHeads: 8, HeadDim: 128}
-	pairs := CausalPairs(1024, 0, 0)
-	c := 4 * 32 * 128 * pairs / 1e15
-	m := 100*1000*2*8*128*2.0/1e12 + 1e-8*100*8
-	near(t, "one call", AttnMixedTime(&hd, &hp, a, 100, 100*1000, 1024, pairs, 0), 2e-5+math.Hypot(c, 1024*(2*32+2*8)*128*2/1e30)+m)
-	for _, tc := range []struct {
-		name                    string
-		a                       AttnShape
-		seqs, ctx, chunk, cache float64
-	}{
-		{"MHA, 128 rows at 1.5k, 1920-token chunk", AttnShape{32, 32, 128}, 128, 1500, 1920, 0},
-		{"GQA, 100 rows at 4k, chunk over a cached prefix", AttnShape{32, 8, 128}, 100, 4096, 1948, 6144},
-		{"one decode row, small chunk", AttnShape{16, 4, 128}, 1, 200, 64, 0},
-	} {
-		kv, pr := tc.seqs*tc.ctx, CausalPairs(tc.chunk, tc.cache, 0)
-		one := AttnMixedTime(&d, &p, tc.a, tc.seqs, kv, tc.chunk, pr, tc.cache)
-		dec, pre := AttnDecodeTime(&d, tc.a, tc.seqs, kv), AttnPrefillTime(&p, tc.a, tc.chunk, pr, tc.cache)
-		// One call costs no more than the two calls it replaces and no
-		// less than either of them alone.
-		if one > dec+pre || one < math.Max(dec, pre) {
-			t.Errorf("%s: one call %.4g s, want within [max %.4g, sum %.4g]", tc.name, one, math.Max(dec, pre), dec+pre)
-		}
-	}
-	near(t, "decode only", AttnMixedTime(&d, &p, a, 8, 8000, 0, 0, 0), AttnDecodeTime(&d, a, 8, 8000))
-	near(t, "prefill only", AttnMixedTime(&d, &p, a, 0, 0, 1024, pairs, 0), AttnPrefillTime(&p, a, 1024, pairs, 0))
-	if !VarlenOneCall(&d, &p) {
-		t.Error("FlashAttention 3 runs a mixed step as one call")
-	}
-	fi := d
-	fi.Kernel = "vllm_flashinfer_trtllmdecode"
-	if VarlenOneCall(&fi, &p) {
-		t.Error("FlashInfer runs separate decode and prefill calls")
-	}
-}
-
 func TestCausalPairs(t *testing.T) {
 	for _, c := range []struct{ s, cached, window, want float64 }{
 		{4, 0, 0, 10},        // 1+2+3+4
