@@ -40,10 +40,10 @@ func span(vs []float64, log bool) (float64, float64) {
 	return lo - pad, hi + pad
 }
 
-// linTicks: about five round values (1, 2 or 5 times a power of ten
+// linTicks: five to ten round values (1, 2 or 5 times a power of ten
 // apart) within [lo, hi].
 func linTicks(lo, hi float64) []float64 {
-	raw := (hi - lo) / 5
+	raw := (hi - lo) / 8
 	if !(raw > 0) || math.IsInf(raw, 0) {
 		return []float64{lo}
 	}

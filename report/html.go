@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The page's script and style live in files beside this one so they can be
@@ -143,9 +144,28 @@ func toJSON(c *Chart, id string) jsonChart {
 	return jc
 }
 
-// text escapes s for HTML text and attribute values, replacing invalid
-// UTF-8 so the page stays valid.
-func text(s string) string { return html.EscapeString(strings.ToValidUTF8(s, "\uFFFD")) }
+// text escapes s for HTML text and attribute values, with invalid UTF-8
+// replaced so the page stays valid.
+func text(s string) string { return html.EscapeString(validUTF8(s)) }
+
+// validUTF8 replaces each invalid byte of s with U+FFFD, as encoding/json
+// does, so a label reads the same in the tables and in the charts.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
 
 func writeTable(p func(...string), t *Table, class string) {
 	p("<table class=\"", class, " sortable\">\n<thead><tr>")

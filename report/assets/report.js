@@ -29,8 +29,10 @@
     if (a >= 1e6 || a < 1e-3) return v.toExponential(1).replace("e+", "e");
     return String(+v.toPrecision(6));
   }
+  // Values in the tooltip: six significant digits, as the tables.
+  function valText(v) { return String(+v.toPrecision(6)); }
   function linTicks(lo, hi) {
-    var raw = (hi - lo) / 5, mag = Math.pow(10, Math.floor(Math.log10(raw))), step = 10 * mag;
+    var raw = (hi - lo) / 8, mag = Math.pow(10, Math.floor(Math.log10(raw))), step = 10 * mag;
     var ms = [1, 2, 5, 10];
     for (var i = 0; i < ms.length; i++) if (ms[i] * mag >= raw) { step = ms[i] * mag; break; }
     var out = [];
@@ -170,7 +172,7 @@
     tt.textContent = "";
     htmlEl("div", "tt-title", tt, (s.name || "") + (p.label ? (s.name ? " — " : "") + p.label : ""));
     var tb = htmlEl("table", "", tt);
-    var rows = [[spec.xlabel || "x", String(p.x)], [spec.ylabel || "y", String(p.y)]].concat(p.info || []);
+    var rows = [[spec.xlabel || "x", valText(p.x)], [spec.ylabel || "y", valText(p.y)]].concat(p.info || []);
     rows.forEach(function (r) {
       var tr = htmlEl("tr", "", tb);
       htmlEl("th", "", tr, r[0]);
@@ -211,4 +213,6 @@
     if (body) new Chart(spec, body);
   });
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sortable);
+  // Tells a test driving the page that every chart is drawn.
+  document.documentElement.setAttribute("data-report", "ready");
 })();
