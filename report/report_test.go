@@ -135,6 +135,7 @@ func TestHTMLHostileText(t *testing.T) {
 		{"ampersand entity", "&lt;not a tag&gt;"},
 		{"unicode", "Ü ø 漢字 🙂 \u2028 line sep"},
 		{"invalid utf8", "bad\xff\xfebytes"},
+		{"control characters", "a\x00b\x1cc\x7fd\uFFFEe\tf"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,7 +149,7 @@ func TestHTMLHostileText(t *testing.T) {
 			page := writeHTML(t, d)
 			checkPage(t, page)
 			got := pageData(t, page)
-			want := validUTF8(tc.s)
+			want := clean(tc.s)
 			pt := got.Charts[0].Series[0].Points[0]
 			if got.Charts[0].Title != want || pt.Label != want || pt.Info[0] != [2]string{want, want} {
 				t.Errorf("text did not survive the page's JSON: %+v", got.Charts[0])
