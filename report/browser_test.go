@@ -195,7 +195,7 @@ func TestBrowser(t *testing.T) {
 		}
 		p := doc.Sections[0].Charts[0].Series[1].Points[3]
 		want := []string{"H200 TP2 — " + p.Label, "tokens/s per GPU"}
-		for _, kv := range p.Info {
+		for _, kv := range append(p.Info, doc.Sections[0].Charts[0].Common...) {
 			want = append(want, kv.Key+"\t"+kv.Value)
 		}
 		for _, w := range want {

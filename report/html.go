@@ -30,6 +30,7 @@ type jsonChart struct {
 	LogX   bool         `json:"logx"`
 	LogY   bool         `json:"logy"`
 	Series []jsonSeries `json:"series"`
+	Common [][2]string  `json:"common,omitempty"`
 }
 
 type jsonSeries struct {
@@ -107,6 +108,16 @@ func HTML(w io.Writer, doc *Document) error {
 			}
 			p("<div class=\"chart-body\" data-chart=\"", id, "\"></div>\n")
 			p("<details class=\"points\" open><summary>", n, " points</summary>\n")
+			if len(c.Common) > 0 {
+				p("<p class=\"common\">Every point: ")
+				for i, kv := range c.Common {
+					if i > 0 {
+						p("; ")
+					}
+					p("<b>", text(kv.Key), "</b> ", text(kv.Value))
+				}
+				p("</p>\n")
+			}
 			writeTable(p, &t, "data")
 			p("</details>\n</figure>\n")
 		}
@@ -122,6 +133,9 @@ func HTML(w io.Writer, doc *Document) error {
 
 func toJSON(c *Chart, id string) jsonChart {
 	jc := jsonChart{ID: id, Title: clean(c.Title), XLabel: clean(c.XLabel), YLabel: clean(c.YLabel), LogX: c.LogX, LogY: c.LogY, Series: []jsonSeries{}}
+	for _, kv := range c.Common {
+		jc.Common = append(jc.Common, [2]string{clean(kv.Key), clean(kv.Value)})
+	}
 	for _, s := range c.Series {
 		js := jsonSeries{Name: clean(s.Name), Style: s.Style, Points: []jsonPoint{}}
 		switch s.Style {

@@ -8,6 +8,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -37,6 +38,10 @@ type Chart struct {
 	LogX   bool
 	LogY   bool
 	Series []Series
+	// Common is what every point shares (e.g. the scenario settings of a
+	// validation arm): each hover shows it after the point's own Info, and
+	// the page lists it once above the chart's table, not in every row.
+	Common []KV
 }
 
 // Style is how a series is drawn.
@@ -189,7 +194,15 @@ func dataTable(c *Chart) Table {
 	if yl == "" {
 		yl = "y"
 	}
-	t := Table{Columns: append(append([]string{"series", "point", xl, yl}, keys...), "note")}
+	fixed := []string{"series", "point", xl, yl}
+	cols := append([]string{}, fixed...)
+	for _, k := range keys {
+		if slices.Contains(fixed, k) || k == "note" {
+			k += " (info)" // a column per key, never two of one name
+		}
+		cols = append(cols, k)
+	}
+	t := Table{Columns: append(cols, "note")}
 	for _, s := range c.Series {
 		for _, p := range s.Points {
 			row := make([]string, len(t.Columns))

@@ -47,6 +47,7 @@ func sampleDoc() *Document {
 			{Heading: "Pareto", Text: "One curve per configuration.\n\nThe frontier is thick.", Charts: []Chart{{
 				ID: "pareto", Title: "tokens/s/GPU vs tokens/s/user", XLabel: "tokens/s per user", YLabel: "tokens/s per GPU",
 				Series: []Series{h100, h200, front},
+				Common: []KV{{"model", "Llama-3.1-70B"}, {"workload", "1024 in / 128 out"}},
 			}}},
 			{Heading: "Probes", Charts: []Chart{{Title: "log axes", XLabel: "x", YLabel: "y", LogX: true, LogY: true, Series: []Series{scatter}}},
 				Table: &Table{Columns: []string{"arm", "MAPE"}, Rows: [][]string{{"a", "3.1"}, {"b"}}}},
@@ -143,7 +144,7 @@ func TestHTMLHostileText(t *testing.T) {
 				Heading: tc.s, Text: tc.s,
 				Charts: []Chart{{ID: tc.s, Title: tc.s, XLabel: tc.s, YLabel: tc.s, Series: []Series{{
 					Name: tc.s, Points: []Point{{X: 1, Y: 2, Label: tc.s, Info: []KV{{tc.s, tc.s}}}},
-				}}}},
+				}}, Common: []KV{{tc.s, tc.s}}}},
 				Table: &Table{Columns: []string{tc.s}, Rows: [][]string{{tc.s}}},
 			}}}
 			page := writeHTML(t, d)
@@ -151,7 +152,7 @@ func TestHTMLHostileText(t *testing.T) {
 			got := pageData(t, page)
 			want := clean(tc.s)
 			pt := got.Charts[0].Series[0].Points[0]
-			if got.Charts[0].Title != want || pt.Label != want || pt.Info[0] != [2]string{want, want} {
+			if got.Charts[0].Title != want || pt.Label != want || pt.Info[0] != [2]string{want, want} || got.Charts[0].Common[0] != [2]string{want, want} {
 				t.Errorf("text did not survive the page's JSON: %+v", got.Charts[0])
 			}
 			checkSVG(t, writeSVG(t, &d.Sections[0].Charts[0]))

@@ -174,7 +174,7 @@
     tt.textContent = "";
     htmlEl("div", "tt-title", tt, (s.name || "") + (p.label ? (s.name ? " — " : "") + p.label : ""));
     var tb = htmlEl("table", "", tt);
-    var rows = [[spec.xlabel || "x", valText(p.x)], [spec.ylabel || "y", valText(p.y)]].concat(p.info || []);
+    var rows = [[spec.xlabel || "x", valText(p.x)], [spec.ylabel || "y", valText(p.y)]].concat(p.info || [], spec.common || []);
     rows.forEach(function (r) {
       var tr = htmlEl("tr", "", tb);
       htmlEl("th", "", tr, r[0]);
