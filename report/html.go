@@ -107,7 +107,14 @@ func HTML(w io.Writer, doc *Document) error {
 				p("<figcaption>", text(c.Title), "</figcaption>\n")
 			}
 			p("<div class=\"chart-body\" data-chart=\"", id, "\"></div>\n")
-			p("<details class=\"points\" open><summary>", n, " points</summary>\n")
+			// Long tables start folded: the browser lays out a table's
+			// columns again as its rows arrive, so an unfolded thousand-row
+			// table costs seconds of loading.
+			open := " open"
+			if len(t.Rows) > openRows {
+				open = ""
+			}
+			p("<details class=\"points\"", open, "><summary>", n, " points</summary>\n")
 			if len(c.Common) > 0 {
 				p("<p class=\"common\">Every point: ")
 				for i, kv := range c.Common {
@@ -122,7 +129,13 @@ func HTML(w io.Writer, doc *Document) error {
 			p("</details>\n</figure>\n")
 		}
 		if s.Table != nil {
-			writeTable(p, s.Table, "extra")
+			if len(s.Table.Rows) > openRows {
+				p("<details class=\"rows\"><summary>", strconv.Itoa(len(s.Table.Rows)), " rows</summary>\n")
+				writeTable(p, s.Table, "extra")
+				p("</details>\n")
+			} else {
+				writeTable(p, s.Table, "extra")
+			}
 		}
 		p("</section>\n")
 	}
@@ -130,6 +143,9 @@ func HTML(w io.Writer, doc *Document) error {
 	p("<script>\n", reportJS, "</script>\n</body>\n</html>\n")
 	return bw.Flush()
 }
+
+// openRows: a chart's table with more rows than this starts folded.
+const openRows = 200
 
 func toJSON(c *Chart, id string) jsonChart {
 	jc := jsonChart{ID: id, Title: clean(c.Title), XLabel: clean(c.XLabel), YLabel: clean(c.YLabel), LogX: c.LogX, LogY: c.LogY, Series: []jsonSeries{}}
