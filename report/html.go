@@ -36,6 +36,7 @@ type jsonChart struct {
 type jsonSeries struct {
 	Name   string      `json:"name"`
 	Style  Style       `json:"style"`
+	Color  string      `json:"color"`
 	Points []jsonPoint `json:"points"`
 }
 
@@ -152,8 +153,8 @@ func toJSON(c *Chart, id string) jsonChart {
 	for _, kv := range c.Common {
 		jc.Common = append(jc.Common, [2]string{clean(kv.Key), clean(kv.Value)})
 	}
-	for _, s := range c.Series {
-		js := jsonSeries{Name: clean(s.Name), Style: s.Style, Points: []jsonPoint{}}
+	for i, s := range c.Series {
+		js := jsonSeries{Name: clean(s.Name), Style: s.Style, Color: s.color(i), Points: []jsonPoint{}}
 		switch s.Style {
 		case Line, Dashed, Frontier, Scatter:
 		default:

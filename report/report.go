@@ -62,9 +62,33 @@ const (
 
 // Series is one named set of points, drawn in the order given.
 type Series struct {
-	Name   string
-	Style  Style
+	Name  string
+	Style Style
+	// Color is a "#rrggbb" colour, e.g. to draw a prediction in the colour
+	// of the measurement it predicts; empty (or malformed) takes the
+	// series' place in a colour-blind-safe palette.
+	Color  string
 	Points []Point
+}
+
+// Palette is the colour-blind-safe (Okabe-Ito) palette series cycle
+// through by position.
+var Palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+// color is series i's colour: its own when well-formed, else its
+// palette entry.
+func (s *Series) color(i int) string {
+	c := s.Color
+	if len(c) == 7 && c[0] == '#' {
+		ok := true
+		for _, r := range c[1:] {
+			ok = ok && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F')
+		}
+		if ok {
+			return c
+		}
+	}
+	return Palette[i%len(Palette)]
 }
 
 // Point is one x/y value. Label names it (e.g. its scenario); Info is

@@ -167,7 +167,8 @@ func metricChart(a *page.ArmPage, mp page.MetricPop, settings []report.KV) repor
 	for _, l := range a.Levels {
 		src[l.Series+"\x00"+strconv.FormatFloat(l.Level.F(), 'g', -1, 64)] = l
 	}
-	for _, name := range names {
+	for i, name := range names {
+		col := report.Palette[i%len(report.Palette)] // both sides of a series in one colour, as in the SVG figures
 		var pts []score.Point
 		for _, p := range mp.Compared {
 			if p.Series == name {
@@ -179,8 +180,8 @@ func metricChart(a *page.ArmPage, mp page.MetricPop, settings []report.KV) repor
 		if prefix != "" {
 			prefix += ": "
 		}
-		meas := report.Series{Name: prefix + "measured"}
-		blis := report.Series{Name: prefix + "BLIS", Style: report.Dashed}
+		meas := report.Series{Name: prefix + "measured", Color: col}
+		blis := report.Series{Name: prefix + "BLIS", Style: report.Dashed, Color: col}
 		for _, p := range pts {
 			x := p.Level
 			if byRank {
