@@ -194,7 +194,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := doc.Sections[0].Charts[0].Series[1].Points[3]
-		want := []string{"H200 TP2 — " + p.Label, "tokens/s per GPU"}
+		want := []string{"H200 TP2 — " + p.Label, "tokens/s per user\t" + num(p.X), "tokens/s per GPU\t" + num(p.Y)}
 		for _, kv := range append(p.Info, doc.Sections[0].Charts[0].Common...) {
 			want = append(want, kv.Key+"\t"+kv.Value)
 		}
@@ -202,6 +202,22 @@ func TestBrowser(t *testing.T) {
 			if !strings.Contains(tip, w) {
 				t.Errorf("tooltip %q lacks %q", tip, w)
 			}
+		}
+		// The rightmost marker's tooltip opens leftwards, inside the chart.
+		inside, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+			const m = document.querySelector('.chart-body[data-chart="pareto"] g.series[data-series="1"] circle.marker');
+			const r = m.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.MouseEvent("mouseMoved", inside[0], inside[1])); err != nil {
+			t.Fatal(err)
+		}
+		edges, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+			const b = document.querySelector('.chart-body[data-chart="pareto"]'), t = b.querySelector(".tooltip");
+			return [t.hidden ? 1 : 0, t.getBoundingClientRect().right, b.getBoundingClientRect().right]; })()`))
+		if err != nil || edges[0] != 0 || edges[1] > edges[2] {
+			t.Errorf("rightmost marker's tooltip: hidden %v, right edge %v beyond the chart's %v (err %v)", edges[0], edges[1], edges[2], err)
 		}
 		if err := chromedp.Do(ctx, chromedp.MouseEvent("mouseMoved", 5, 5)); err != nil {
 			t.Fatal(err)
