@@ -30,7 +30,6 @@ func points(t *testing.T, n int) (*grid.Grid, []grid.Point) {
 	return g, pts
 }
 
-
 func fake(p grid.Point) (Outcome, error) {
 	if p.Index%4 == 0 {
 		return Outcome{Status: store.StatusInfeasible, Reason: "no"}, nil
