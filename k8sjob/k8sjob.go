@@ -75,10 +75,9 @@ const (
 type Options struct {
 	GridFile string // path of the grid file (its base name names the file in the pods)
 	Grid     []byte // the grid file's text, embedded in a ConfigMap
-	// ScenarioFile and Scenario hold the file a grid's `scenario:` key
-	// names, embedded beside the grid. Empty when the grid has none.
-	ScenarioFile string
-	Scenario     []byte
+	// Scenario is the text of the file the grid's `scenario:` key names,
+	// embedded beside the grid (nil when the grid has none).
+	Scenario []byte
 
 	Name         string // Job name; "" = the grid's name, DNS-1123 sanitized
 	Namespace    string // "" = the namespace kubectl applies to

@@ -295,7 +295,7 @@ func TestBadOptions(t *testing.T) {
 func TestScenarioFileEmbedded(t *testing.T) {
 	opt, g := baseOptions(t)
 	g.Scenario = "base.yaml"
-	opt.ScenarioFile, opt.Scenario = "examples/base.yaml", []byte("model: llama-3.1-70b\n")
+	opt.Scenario = []byte("model: llama-3.1-70b\n")
 	objs, err := decodeAll(render(t, opt, g))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,14 +36,10 @@ import (
 // strictly (unknown or duplicate fields are errors) with the official
 // scheme of batch/v1 and core/v1.
 func decodeAll(data []byte) ([]runtime.Object, error) {
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
+	dec, err := strictDecoder()
+	if err != nil {
 		return nil, err
 	}
-	if err := batchv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	dec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []runtime.Object
 	for {
@@ -63,6 +60,18 @@ func decodeAll(data []byte) ([]runtime.Object, error) {
 		out = append(out, obj)
 	}
 }
+
+// strictDecoder is built once: the scheme is the same for every test.
+var strictDecoder = sync.OnceValues(func() (runtime.Decoder, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := batchv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer(), nil
+})
 
 // validateObject applies the create-time rules for the kinds Render emits.
 func validateObject(obj runtime.Object) field.ErrorList {

@@ -56,8 +56,7 @@ stores; merge them with blis sweep merge.`,
 			if grid.Scenario != "" && filepath.Base(grid.Scenario) == grid.Scenario {
 				// Beside the grid, where blis sweep looks for it, and
 				// where the pods will find it in the ConfigMap.
-				opt.ScenarioFile = filepath.Join(filepath.Dir(file), grid.Scenario)
-				if opt.Scenario, err = os.ReadFile(opt.ScenarioFile); err != nil {
+				if opt.Scenario, err = os.ReadFile(filepath.Join(filepath.Dir(file), grid.Scenario)); err != nil {
 					return &scenario.InputError{File: file, Key: "scenario", Value: grid.Scenario, Msg: "cannot read it: " + errors.Unwrap(err).Error()}
 				}
 			}
