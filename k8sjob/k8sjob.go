@@ -424,7 +424,7 @@ func (p *plan) resultsVolume(readOnly bool) corev1.Volume {
 	return v
 }
 
-// Args is the container's command line. $(JOB_COMPLETION_INDEX) is expanded
+// args is the container's command line. $(JOB_COMPLETION_INDEX) is expanded
 // by the kubelet: it replaces $(VAR) in command and args with the
 // container's environment (ExpandContainerCommandAndArgs in
 // kubernetes/kubernetes pkg/kubelet/container/helpers.go @ v1.37.2), and the
@@ -438,8 +438,17 @@ func (p *plan) args() []string {
 		"--out", path.Join(resultsDir, p.Name, "shard-$(JOB_COMPLETION_INDEX)"),
 		"--shard-index", "$(JOB_COMPLETION_INDEX)",
 		"--shard-count", strconv.Itoa(p.Shards),
+		"--jobs", strconv.Itoa(p.workers()),
 		"-q",
 	}
+}
+
+// workers is the pod's CPU limit in whole cores, rounded up. `blis sweep`
+// defaults to one worker per CPU it sees, and in a container that is the
+// node's CPUs, not the limit: each worker holds a simulation, so more
+// workers than cores only add memory and throttling.
+func (p *plan) workers() int {
+	return max(1, int((p.cpu.MilliValue()+999)/1000))
 }
 
 // StoreDir is where shard i's store lies on the results volume.

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"blis/internal/inputerr"
@@ -127,6 +129,11 @@ func TestRenderDecodesAndValidates(t *testing.T) {
 				t.Errorf("parallelism %d, want %d", *job.Spec.Parallelism, wantPar)
 			}
 			c := job.Spec.Template.Spec.Containers[0]
+			cpu := resource.MustParse(o.CPU)
+			wantJobs := "--jobs " + strconv.FormatInt((cpu.MilliValue()+999)/1000, 10) + " "
+			if !strings.Contains(strings.Join(c.Args, " "), wantJobs) {
+				t.Errorf("args %q lack %q (whole cores of --cpu %s)", c.Args, wantJobs, o.CPU)
+			}
 			if c.Resources.Limits.Cpu().Cmp(*c.Resources.Requests.Cpu()) != 0 {
 				t.Errorf("cpu request %s ≠ limit %s", c.Resources.Requests.Cpu(), c.Resources.Limits.Cpu())
 			}
@@ -146,7 +153,7 @@ func TestPodCommand(t *testing.T) {
 	job := objs[1].(*batchv1.Job)
 	c := job.Spec.Template.Spec.Containers[0]
 	got := strings.Join(append(c.Command, c.Args...), " ")
-	want := "blis sweep /grid/llama70b-h100.yaml --out /results/llama70b-h100-capacity/shard-$(JOB_COMPLETION_INDEX) --shard-index $(JOB_COMPLETION_INDEX) --shard-count 16 -q"
+	want := "blis sweep /grid/llama70b-h100.yaml --out /results/llama-70b-h100/shard-$(JOB_COMPLETION_INDEX) --shard-index $(JOB_COMPLETION_INDEX) --shard-count 16 --jobs 2 -q"
 	if got != want {
 		t.Errorf("command\n got %s\nwant %s", got, want)
 	}
@@ -172,7 +179,7 @@ func TestPodCommand(t *testing.T) {
 			rest = rest[i+j:]
 		}
 	}
-	if got := StoreDir(job.Name, 3); got != "/results/llama70b-h100-capacity/shard-3" {
+	if got := StoreDir(job.Name, 3); got != "/results/llama-70b-h100/shard-3" {
 		t.Errorf("StoreDir = %s", got)
 	}
 	// Bad input (exit 2) fails its index at once; disruptions are ignored.
@@ -344,6 +351,7 @@ func TestSanitizeName(t *testing.T) {
 		want string
 	}{
 		{"Llama70B_H100 capacity", 63, "llama70b-h100-capacity"},
+		{"Llama-70B_H100", 63, "llama-70b-h100"},
 		{"--a..b--", 63, "a-b"},
 		{"__", 63, ""},
 		{"abc-def", 4, "abc"},
