@@ -109,7 +109,7 @@ reason. docs/sweeps.md describes the grid file and the store.`,
 	f.IntVar(&maxPoints, "max-points", grid.DefaultMaxPoints, "refuse a grid of more points than this (before exclusions) unless --force")
 	f.BoolVar(&force, "force", false, "run a grid over --max-points")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every point (when stderr is not a terminal)")
-	cmd.AddCommand(newSweepShowCmd(stdout), newSweepExportCmd(stdout), newSweepMergeCmd(stderr))
+	cmd.AddCommand(newSweepShowCmd(stdout), newSweepExportCmd(stdout), newSweepMergeCmd(stderr), newSweepK8sCmd(stdout, stderr))
 	return cmd
 }
 
