@@ -34,7 +34,9 @@ type RunFunc func(p grid.Point) (Outcome, error)
 
 // Options says how to run.
 type Options struct {
-	// Jobs is the number of workers; 0 is runtime.NumCPU().
+	// Jobs is the number of workers; 0 is runtime.GOMAXPROCS(0), the CPUs
+	// this process may use: Go reads it from the container's CPU limit (a
+	// pod's limits.cpu), where runtime.NumCPU would count the node's.
 	Jobs int
 	// Shard selects the points to run; the zero value runs all.
 	Shard store.Shard
@@ -89,7 +91,7 @@ func Run(st *store.Store, points []grid.Point, run RunFunc, opt Options) (Stats,
 	stats.Infeasible = prior
 	jobs := opt.Jobs
 	if jobs <= 0 {
-		jobs = runtime.NumCPU()
+		jobs = runtime.GOMAXPROCS(0)
 	}
 	jobs = max(1, min(jobs, len(todo)))
 

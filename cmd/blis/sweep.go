@@ -103,7 +103,7 @@ reason. docs/sweeps.md describes the grid file and the store.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "the store's directory (default: the grid's name, with -shard-I-of-N for a shard)")
-	f.IntVar(&jobs, "jobs", 0, "points simulated at once (0: one per CPU)")
+	f.IntVar(&jobs, "jobs", 0, "points simulated at once (0: one per CPU this process may use)")
 	f.IntVar(&shardIndex, "shard-index", 0, "run only the points with index % --shard-count == this (default: $JOB_COMPLETION_INDEX when --shard-count is set)")
 	f.IntVar(&shardCount, "shard-count", 0, "shards the grid is split into (round-robin by point index)")
 	f.IntVar(&maxPoints, "max-points", grid.DefaultMaxPoints, "refuse a grid of more points than this (before exclusions) unless --force")
