@@ -1,0 +1,168 @@
+package report
+
+import (
+	"bufio"
+	_ "embed"
+	"encoding/json"
+	"html"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The page's script and style live in files beside this one so they can be
+// read and linted as JavaScript and CSS; they are embedded verbatim.
+
+//go:embed assets/report.js
+var reportJS string
+
+//go:embed assets/report.css
+var reportCSS string
+
+// jsonChart is what the page's script reads for one chart: drawable points
+// only (JSON has no NaN or Inf), with Info as [key, value] pairs.
+type jsonChart struct {
+	ID     string       `json:"id"`
+	Title  string       `json:"title"`
+	XLabel string       `json:"xlabel"`
+	YLabel string       `json:"ylabel"`
+	LogX   bool         `json:"logx"`
+	LogY   bool         `json:"logy"`
+	Series []jsonSeries `json:"series"`
+}
+
+type jsonSeries struct {
+	Name   string      `json:"name"`
+	Style  Style       `json:"style"`
+	Points []jsonPoint `json:"points"`
+}
+
+type jsonPoint struct {
+	X     float64     `json:"x"`
+	Y     float64     `json:"y"`
+	Label string      `json:"label,omitempty"`
+	Info  [][2]string `json:"info,omitempty"`
+}
+
+// HTML writes doc as one self-contained page: inline style and script, the
+// chart data as JSON in the page, no request to any other file or host
+// (a Content-Security-Policy says so to the browser). Each chart is drawn
+// by the page's script as SVG, with a hover tooltip of the point's Info, a
+// legend whose entries toggle their series, and log/linear toggles per
+// axis; each chart's data table, sortable by column, is written beneath it
+// as plain HTML, so it reads without the script too.
+func HTML(w io.Writer, doc *Document) error {
+	bw := bufio.NewWriter(w)
+	ids := chartIDs(doc)
+	var charts []jsonChart
+	for si, s := range doc.Sections {
+		for ci := range s.Charts {
+			charts = append(charts, toJSON(&s.Charts[ci], ids[si][ci]))
+		}
+	}
+	if charts == nil {
+		charts = []jsonChart{}
+	}
+	// encoding/json escapes <, > and & (and U+2028/U+2029), so no label can
+	// close the script element that carries the data.
+	data, err := json.Marshal(struct {
+		Charts []jsonChart `json:"charts"`
+	}{charts})
+	if err != nil {
+		return err
+	}
+	p := func(ss ...string) {
+		for _, s := range ss {
+			bw.WriteString(s)
+		}
+	}
+	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n",
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+		"<title>", text(doc.Title), "</title>\n<style>\n", reportCSS, "</style>\n</head>\n<body>\n")
+	p("<h1>", text(doc.Title), "</h1>\n")
+	if doc.Subtitle != "" {
+		p("<p class=\"subtitle\">", text(doc.Subtitle), "</p>\n")
+	}
+	p("<noscript><p class=\"note\">The charts need JavaScript; the tables below hold every point.</p></noscript>\n")
+	for si, s := range doc.Sections {
+		p("<section>\n")
+		if s.Heading != "" {
+			p("<h2>", text(s.Heading), "</h2>\n")
+		}
+		if s.Text != "" {
+			for _, para := range strings.Split(s.Text, "\n\n") {
+				p("<p>", text(para), "</p>\n")
+			}
+		}
+		for ci := range s.Charts {
+			c := &s.Charts[ci]
+			id := ids[si][ci]
+			t := dataTable(c)
+			n := strconv.Itoa(len(t.Rows))
+			p("<figure class=\"chart\" id=\"", id, "\">\n")
+			if c.Title != "" {
+				p("<figcaption>", text(c.Title), "</figcaption>\n")
+			}
+			p("<div class=\"chart-body\" data-chart=\"", id, "\"></div>\n")
+			p("<details class=\"points\" open><summary>", n, " points</summary>\n")
+			writeTable(p, &t, "data")
+			p("</details>\n</figure>\n")
+		}
+		if s.Table != nil {
+			writeTable(p, s.Table, "extra")
+		}
+		p("</section>\n")
+	}
+	p("<script type=\"application/json\" id=\"blis-report-data\">", string(data), "</script>\n")
+	p("<script>\n", reportJS, "</script>\n</body>\n</html>\n")
+	return bw.Flush()
+}
+
+func toJSON(c *Chart, id string) jsonChart {
+	jc := jsonChart{ID: id, Title: c.Title, XLabel: c.XLabel, YLabel: c.YLabel, LogX: c.LogX, LogY: c.LogY, Series: []jsonSeries{}}
+	for _, s := range c.Series {
+		js := jsonSeries{Name: s.Name, Style: s.Style, Points: []jsonPoint{}}
+		switch s.Style {
+		case Line, Dashed, Frontier, Scatter:
+		default:
+			js.Style = Line
+		}
+		for _, pt := range s.Points {
+			if !pt.finite() {
+				continue
+			}
+			jp := jsonPoint{X: pt.X, Y: pt.Y, Label: pt.Label}
+			for _, kv := range pt.Info {
+				jp.Info = append(jp.Info, [2]string{kv.Key, kv.Value})
+			}
+			js.Points = append(js.Points, jp)
+		}
+		jc.Series = append(jc.Series, js)
+	}
+	return jc
+}
+
+// text escapes s for HTML text and attribute values, replacing invalid
+// UTF-8 so the page stays valid.
+func text(s string) string { return html.EscapeString(strings.ToValidUTF8(s, "\uFFFD")) }
+
+func writeTable(p func(...string), t *Table, class string) {
+	p("<table class=\"", class, " sortable\">\n<thead><tr>")
+	for _, c := range t.Columns {
+		p("<th>", text(c), "</th>")
+	}
+	p("</tr></thead>\n<tbody>\n")
+	for _, r := range t.Rows {
+		p("<tr>")
+		for i := range max(len(t.Columns), len(r)) {
+			cell := ""
+			if i < len(r) {
+				cell = r[i]
+			}
+			p("<td>", text(cell), "</td>")
+		}
+		p("</tr>\n")
+	}
+	p("</tbody>\n</table>\n")
+}
