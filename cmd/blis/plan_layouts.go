@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -11,6 +12,7 @@ import (
 
 	"blis/plan"
 	"blis/scenario"
+	"blis/sweep/grid"
 )
 
 // applyLayout sets the scenario keys of one --layout item,
@@ -63,7 +65,7 @@ type minGPUsResult struct {
 func newPlanMinGPUsCmd(stdout, stderr io.Writer) *cobra.Command {
 	var b planBase
 	var layouts []string
-	var pricesFile, minimize string
+	var pricesFile, minimize, gridFile string
 	cmd := &cobra.Command{
 		Use:   "min-gpus [scenario.yaml] --slo ... --request-rate R|--max-concurrency C --layout K=V,... [--layout ...]",
 		Short: "Find the cheapest layout that serves a target load under the SLOs",
@@ -74,7 +76,10 @@ price per hour (--minimize cost).
 
 A layout is a comma-separated list of blis run's settings that replace the
 scenario's: --layout 'hardware=h100,tensor-parallel-size=4,replicas=2'
-(repeat --layout for each candidate). GPUs count every pool's replicas ×
+(repeat --layout for each candidate), and/or --layouts GRID.yaml, a sweep
+grid file (blis sweep's: axes over any scenario key, no load axis) whose
+points are the candidates; flags given on the command line win over the
+grid's values. GPUs count every pool's replicas ×
 data-parallel × tensor-parallel × pipeline-parallel ranks. A layout that
 cannot run (the model does not fit, TP does not divide the heads) is listed
 as infeasible with the reason.
@@ -96,8 +101,8 @@ your own copy) or --prices FILE with the same shape:
 			if s.MaxConcurrency == 0 && s.RequestRate > 1e300 {
 				return &usageError{fmt.Errorf("give the target load: --request-rate R (requests/s) or --max-concurrency C (requests in flight)")}
 			}
-			if len(layouts) == 0 {
-				return &usageError{fmt.Errorf("give the candidate layouts: --layout 'hardware=h100,tensor-parallel-size=4,replicas=2' (repeatable)")}
+			if len(layouts) == 0 && gridFile == "" {
+				return &usageError{fmt.Errorf("give the candidate layouts: --layout 'hardware=h100,tensor-parallel-size=4,replicas=2' (repeatable) or --layouts GRID.yaml")}
 			}
 			prices := plan.DefaultPrices()
 			if pricesFile != "" {
@@ -115,6 +120,15 @@ your own copy) or --prices FILE with the same shape:
 				if err := applyLayout(&scens[i], l); err != nil {
 					return err
 				}
+			}
+			if gridFile != "" {
+				fs := cmd.Flags()
+				changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
+				more, names, err := gridLayouts(gridFile, s, changed)
+				if err != nil {
+					return err
+				}
+				scens, layouts = append(scens, more...), append(layouts, names...)
 			}
 			cands := make([]plan.Candidate, len(layouts))
 			runs := make([]planRun, len(layouts))
@@ -198,6 +212,7 @@ your own copy) or --prices FILE with the same shape:
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&layouts, "layout", nil, "a candidate layout: blis run settings as KEY=VALUE,..., e.g. hardware=h100,tensor-parallel-size=4,replicas=2; repeatable")
+	fs.StringVar(&gridFile, "layouts", "", "a sweep grid file whose points are candidate layouts (no load axis)")
 	fs.StringVar(&pricesFile, "prices", "", "price table (YAML usd_per_gpu_hour: {CHIP: USD}) in place of the embedded default")
 	fs.StringVar(&minimize, "minimize", plan.MinimizeGPUs, "what the cheapest layout minimizes: gpus or cost ($/h)")
 	b.bind(fs, true)
@@ -221,4 +236,49 @@ func loadText(s scenario.Scenario) string {
 		parts = append(parts, fmt.Sprintf("--max-concurrency %d", s.MaxConcurrency))
 	}
 	return strings.Join(parts, " ")
+}
+
+// gridLayouts expands a sweep grid into candidate scenarios: each point's
+// settings over s, the command line's flags (changed) and the scenario's
+// seed kept. A load axis is
+// refused: min-gpus holds the load fixed.
+func gridLayouts(file string, s scenario.Scenario, changed func(string) bool) ([]scenario.Scenario, []string, error) {
+	g, err := grid.ReadFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range g.Keys() {
+		if slices.Contains(loadKeys, k) {
+			return nil, nil, &scenario.InputError{File: file, Key: k, Msg: "min-gpus holds the load fixed (--request-rate, --max-concurrency): the candidates' grid may not vary it"}
+		}
+	}
+	if err := g.CheckSize(grid.DefaultMaxPoints, false); err != nil {
+		return nil, nil, err
+	}
+	points, err := g.Expand()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Every candidate serves the same requests (the scenario's seed), not
+	// the seed the grid derives per point, unless the grid sets one: a
+	// fair comparison of layouts.
+	keep := func(name string) bool { return changed(name) || (name == "seed" && !g.SetsSeed) }
+	var scens []scenario.Scenario
+	var names []string
+	for _, p := range points {
+		c := s
+		if err := c.ApplyYAML(fmt.Sprintf("%s point %d", file, p.Index), p.Scenario, keep); err != nil {
+			return nil, nil, err
+		}
+		var kv []string
+		for _, v := range p.Values {
+			kv = append(kv, v.Key+"="+v.Value)
+		}
+		name := strings.Join(kv, ",")
+		if name == "" {
+			name = file + " (base)"
+		}
+		scens, names = append(scens, c), append(names, name)
+	}
+	return scens, names, nil
 }
