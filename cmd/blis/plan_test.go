@@ -10,6 +10,7 @@ import (
 
 	"blis/plan"
 	"blis/scenario"
+	"blis/sweep/grid"
 )
 
 // planSmall is a small model and workload that each plan probe runs fast.
@@ -209,6 +210,21 @@ func TestPlanInputErrors(t *testing.T) {
 		code, _, errs := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, %q; want exit 2 with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// The grids docs/planning.md runs parse, and the layouts grid has no load
+// axis (min-gpus refuses one).
+func TestPlanExampleGrids(t *testing.T) {
+	for _, f := range []string{"../../examples/plan/llama-3.1-70b-layouts.yaml", "../../examples/plan/llama-3.1-70b-pareto.yaml"} {
+		g, err := grid.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hasLoad := slices.ContainsFunc(g.Keys(), func(k string) bool { return slices.Contains(loadKeys, k) })
+		if hasLoad != strings.HasSuffix(f, "pareto.yaml") {
+			t.Errorf("%s: load axis %v", f, hasLoad)
 		}
 	}
 }
