@@ -55,6 +55,15 @@ func (b *planBase) bind(fs *pflag.FlagSet, needSLO bool) {
 	bindSettings(fs, &b.s)
 }
 
+// planUsage is blis run's flag help (the settings in their groups) with
+// the plan's own flags under "Other flags".
+func planUsage(cmd *cobra.Command) error {
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "Usage:\n  %s\n", cmd.UseLine())
+	writeFlagHelp(w, runExtraFlags(cmd), 100)
+	return nil
+}
+
 // load applies the scenario file (flags win, as in blis run) and parses
 // the SLOs, making the runs compute the statistics they name.
 func (b *planBase) load(cmd *cobra.Command, args []string, needSLO bool) (scenario.Scenario, []plan.SLO, error) {
@@ -354,6 +363,7 @@ If even --lo fails, no load meets the SLOs (exit 0); if no load up to --max
 	fs.Float64Var(&maxLoad, "max", 0, "the highest load the bracketing probes (default 1024 requests/s, or --num-prompts in flight)")
 	fs.StringVar(&tol, "tolerance", "2%", "relative tolerance of the answer: 2% or 0.02")
 	b.bind(fs, true)
+	cmd.SetUsageFunc(planUsage)
 	return cmd
 }
 

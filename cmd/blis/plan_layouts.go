@@ -216,6 +216,7 @@ your own copy) or --prices FILE with the same shape:
 	fs.StringVar(&pricesFile, "prices", "", "price table (YAML usd_per_gpu_hour: {CHIP: USD}) in place of the embedded default")
 	fs.StringVar(&minimize, "minimize", plan.MinimizeGPUs, "what the cheapest layout minimizes: gpus or cost ($/h)")
 	b.bind(fs, true)
+	cmd.SetUsageFunc(planUsage)
 	return cmd
 }
 

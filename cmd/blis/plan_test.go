@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -225,6 +226,52 @@ func TestPlanExampleGrids(t *testing.T) {
 		hasLoad := slices.ContainsFunc(g.Keys(), func(k string) bool { return slices.Contains(loadKeys, k) })
 		if hasLoad != strings.HasSuffix(f, "pareto.yaml") {
 			t.Errorf("%s: load axis %v", f, hasLoad)
+		}
+	}
+}
+
+func FuzzApplyLayout(f *testing.F) {
+	for _, s := range []string{"hardware=h100,tensor-parallel-size=4,replicas=2", "tp=4", "hardware", "=,", "max-num-seqs=-1", "--hardware=b200"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, layout string) {
+		s := scenario.Defaults()
+		if err := applyLayout(&s, layout); err != nil {
+			var ue *usageError
+			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "--layout ") {
+				t.Fatalf("%q: %v", layout, err)
+			}
+		}
+	})
+}
+
+func FuzzParseTolerance(f *testing.F) {
+	for _, s := range []string{"2%", "0.02", "100%", "-1", "nan", "1e-3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		tol, err := parseTolerance(v)
+		if err == nil && !(tol > 0 && tol < 1) {
+			t.Fatalf("%q: %g", v, tol)
+		}
+	})
+}
+
+// The plan's tables are byte-identical from run to run.
+func TestPlanOutputIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "grid.yaml")
+	os.WriteFile(g, []byte("base: {model: qwen2.5-7b, num-prompts: 50}\naxes:\n  tensor-parallel-size: [1, 2]\nload:\n  request-rate: [2, 20]\n"), 0o644)
+	layouts := filepath.Join(dir, "l.yaml")
+	os.WriteFile(layouts, []byte("axes:\n  tensor-parallel-size: [1, 2, 3]\n"), 0o644)
+	for _, args := range [][]string{
+		{"plan", "pareto", "-q", g},
+		append([]string{"plan", "min-gpus", "--request-rate", "10", "--slo", "ttft:p99<=500ms", "--layouts", layouts}, planSmall...),
+	} {
+		c1, o1, e1 := runCLI(t, args...)
+		c2, o2, _ := runCLI(t, args...)
+		if c1 != 0 || c1 != c2 || o1 != o2 || o1 == "" {
+			t.Fatalf("%v: exit %d/%d, %s\n%s\n---\n%s", args, c1, c2, e1, o1, o2)
 		}
 	}
 }
