@@ -22,6 +22,7 @@ type Bar struct {
 	last  time.Time
 	drawn bool
 	now   func() time.Time
+	note  string
 }
 
 // redraw is the least wall time between two draws: the simulation calls
@@ -67,6 +68,14 @@ func (b *Bar) Update(done int64, sim time.Duration) {
 	fmt.Fprint(b.w, "\r"+b.line(done, sim, t.Sub(b.start))+"\x1b[K")
 }
 
+// Note sets a short text drawn after the count from the next Update on
+// ("3 infeasible" on a sweep's bar).
+func (b *Bar) Note(note string) {
+	if b != nil {
+		b.note = note
+	}
+}
+
 // Done erases the line, so what follows starts on a clean terminal line.
 func (b *Bar) Done() {
 	if b == nil || !b.drawn {
@@ -89,6 +98,9 @@ func (b *Bar) line(done int64, sim, elapsed time.Duration) string {
 		fmt.Fprintf(&s, "%d/%d %s (%.0f%%)", done, b.total, b.unit, 100*f)
 	} else {
 		fmt.Fprintf(&s, "%d %s", done, b.unit)
+	}
+	if b.note != "" {
+		s.WriteString(", " + b.note)
 	}
 	if sim > 0 {
 		s.WriteString(", simulated " + round(sim).String())

@@ -60,3 +60,14 @@ func TestUpdateIsRateLimited(t *testing.T) {
 	nilBar.Update(1, 0)
 	nilBar.Done()
 }
+
+func TestNote(t *testing.T) {
+	b := newBar(nil, "blis sweep", "points", 1000, time.Now)
+	b.Note("3 infeasible")
+	want := "blis sweep [####................] 200/1000 points (20%), 3 infeasible, elapsed 10s, ETA 40s"
+	if got := b.line(200, 0, 10*time.Second); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	var nilBar *Bar
+	nilBar.Note("x") // a nil bar ignores it
+}
