@@ -11,43 +11,56 @@ import (
 // have the same ranges and ticks.
 
 // span is the drawn range of vs: padded by 5% (linear) or a factor 1.1
-// (log, positive values only), never empty.
+// (log, positive values only), never empty, never infinite (values near
+// ±MaxFloat64 or denormal keep their unpadded bound).
 func span(vs []float64, log bool) (float64, float64) {
+	if len(vs) == 0 {
+		if log {
+			return 1, 10
+		}
+		return 0, 1
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range vs {
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	if log {
-		switch {
-		case !(lo > 0):
+		if !(lo > 0) { // callers pass only positive values on a log axis
 			return 1, 10
-		case lo == hi:
-			return lo / 2, hi * 2
 		}
-		return lo / 1.1, hi * 1.1
-	}
-	switch {
-	case math.IsInf(lo, 1):
-		return 0, 1
-	case lo == hi:
-		d := math.Abs(lo) * 0.1
-		if d == 0 {
-			d = 1
+		f := 1.1
+		if lo == hi {
+			f = 2
 		}
-		return lo - d, hi + d
+		return keep(lo/f, lo, true), keep(hi*f, hi, true)
 	}
-	pad := (hi - lo) * 0.05
-	return lo - pad, hi + pad
+	pad := (hi/2 - lo/2) * 0.1 // halves: hi-lo may overflow
+	if lo == hi {
+		pad = math.Abs(lo) * 0.1
+		if pad == 0 {
+			pad = 1
+		}
+	}
+	return keep(lo-pad, lo, false), keep(hi+pad, hi, false)
 }
 
-// linTicks: about five round values (1, 2 or 5 times a power of ten
-// apart) within [lo, hi].
-func linTicks(lo, hi float64) []float64 {
-	raw := (hi - lo) / 5
-	if !(raw > 0) || math.IsInf(raw, 0) {
-		return []float64{lo}
+// keep is padded unless it overflowed (or, on a log axis, underflowed to
+// zero), then the bound v itself.
+func keep(padded, v float64, log bool) float64 {
+	if math.IsInf(padded, 0) || log && !(padded > 0) {
+		return v
 	}
+	return padded
+}
+
+// linTicks: five to ten round values (1, 2 or 5 times a power of ten
+// apart) within [lo, hi]; just the bounds where no such step exists.
+func linTicks(lo, hi float64) []float64 {
+	raw := (hi/2 - lo/2) / 4
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	if !(raw > 0) || !(mag > 0) || math.IsInf(mag, 0) {
+		return []float64{lo, hi}
+	}
 	step := 10 * mag
 	for _, m := range []float64{1, 2, 5, 10} {
 		if m*mag >= raw {
@@ -56,22 +69,27 @@ func linTicks(lo, hi float64) []float64 {
 		}
 	}
 	var out []float64
-	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9 && len(out) < 50; v += step {
-		out = append(out, math.Round(v/step)*step)
+	for i := math.Ceil(lo / step); i*step <= hi+step*1e-9 && len(out) < 12; i++ {
+		out = append(out, i*step)
+	}
+	if len(out) == 0 {
+		return []float64{lo, hi}
 	}
 	return out
 }
 
-// logTicks: the powers of ten within [lo, hi], with 2 and 5 times them
-// when the range spans at most two decades.
+// logTicks: powers of ten within [lo, hi] (every k-th decade, at most
+// about ten), with 2 and 5 times them when the range spans at most two
+// decades.
 func logTicks(lo, hi float64) []float64 {
 	e0, e1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
 	ms := []float64{1}
 	if e1-e0 <= 2 {
 		ms = []float64{1, 2, 5}
 	}
+	k := max(1, math.Ceil((e1-e0)/10))
 	var out []float64
-	for e := e0; e <= e1 && len(out) < 100; e++ {
+	for e := e0; e <= e1; e += k {
 		for _, m := range ms {
 			if t := m * math.Pow(10, e); t >= lo*(1-1e-9) && t <= hi*(1+1e-9) {
 				out = append(out, t)
@@ -98,7 +116,8 @@ func tickText(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// scale maps [lo, hi] (in log10 when log) onto [p0, p1].
+// scale maps [lo, hi] (in log10 when log) onto [p0, p1], in halves so
+// that no difference overflows.
 func scale(lo, hi float64, log bool, p0, p1 float64) func(float64) float64 {
 	if log {
 		lo, hi = math.Log10(lo), math.Log10(hi)
@@ -107,7 +126,7 @@ func scale(lo, hi float64, log bool, p0, p1 float64) func(float64) float64 {
 		if log {
 			v = math.Log10(v)
 		}
-		return p0 + (v-lo)/(hi-lo)*(p1-p0)
+		return p0 + (v/2-lo/2)/(hi/2-lo/2)*(p1-p0)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The page's script and style live in files beside this one so they can be
@@ -120,9 +121,9 @@ func HTML(w io.Writer, doc *Document) error {
 }
 
 func toJSON(c *Chart, id string) jsonChart {
-	jc := jsonChart{ID: id, Title: c.Title, XLabel: c.XLabel, YLabel: c.YLabel, LogX: c.LogX, LogY: c.LogY, Series: []jsonSeries{}}
+	jc := jsonChart{ID: id, Title: clean(c.Title), XLabel: clean(c.XLabel), YLabel: clean(c.YLabel), LogX: c.LogX, LogY: c.LogY, Series: []jsonSeries{}}
 	for _, s := range c.Series {
-		js := jsonSeries{Name: s.Name, Style: s.Style, Points: []jsonPoint{}}
+		js := jsonSeries{Name: clean(s.Name), Style: s.Style, Points: []jsonPoint{}}
 		switch s.Style {
 		case Line, Dashed, Frontier, Scatter:
 		default:
@@ -132,9 +133,9 @@ func toJSON(c *Chart, id string) jsonChart {
 			if !pt.finite() {
 				continue
 			}
-			jp := jsonPoint{X: pt.X, Y: pt.Y, Label: pt.Label}
+			jp := jsonPoint{X: pt.X, Y: pt.Y, Label: clean(pt.Label)}
 			for _, kv := range pt.Info {
-				jp.Info = append(jp.Info, [2]string{kv.Key, kv.Value})
+				jp.Info = append(jp.Info, [2]string{clean(kv.Key), clean(kv.Value)})
 			}
 			js.Points = append(js.Points, jp)
 		}
@@ -143,9 +144,34 @@ func toJSON(c *Chart, id string) jsonChart {
 	return jc
 }
 
-// text escapes s for HTML text and attribute values, replacing invalid
-// UTF-8 so the page stays valid.
-func text(s string) string { return html.EscapeString(strings.ToValidUTF8(s, "\uFFFD")) }
+// text escapes s for HTML (and SVG) text and attribute values.
+func text(s string) string { return html.EscapeString(clean(s)) }
+
+// clean replaces each invalid byte of s, and each control character that
+// XML forbids (all below U+0020 but tab, newline and return; U+007F;
+// U+FFFE and U+FFFF), with U+FFFD, so a label reads the same in the
+// tables, the SVG and the page data, and every file stays well-formed.
+func clean(s string) string {
+	ok := utf8.ValidString(s)
+	for i := 0; ok && i < len(s); i++ {
+		ok = !(s[i] < 0x20 && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' || s[i] == 0x7f || strings.HasPrefix(s[i:], "\uFFFE") || strings.HasPrefix(s[i:], "\uFFFF"))
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1, r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0x7f, r == 0xfffe, r == 0xffff:
+			b.WriteString("\uFFFD")
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
 
 func writeTable(p func(...string), t *Table, class string) {
 	p("<table class=\"", class, " sortable\">\n<thead><tr>")

@@ -110,8 +110,8 @@ func (p Point) skipReason() string {
 	return "not drawn: " + bad[0] + ", " + bad[1]
 }
 
-// num formats a value the same way everywhere (table, tooltip, ticks):
-// the shortest decimal that reads back as the same float64.
+// num formats a value for tables and tooltips: six significant digits,
+// enough to read and to sort by (the page's data keeps every bit).
 func num(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -121,7 +121,7 @@ func num(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Inf"
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return strconv.FormatFloat(f, 'g', 6, 64)
 }
 
 // chartIDs gives every chart of the document a unique, HTML-safe id: its

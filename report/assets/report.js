@@ -29,43 +29,47 @@
     if (a >= 1e6 || a < 1e-3) return v.toExponential(1).replace("e+", "e");
     return String(+v.toPrecision(6));
   }
+  // Values in the tooltip: six significant digits, as the tables.
+  function valText(v) { return String(+v.toPrecision(6)); }
+  // Axis arithmetic as the Go writers' (axes.go): the same ranges and ticks.
   function linTicks(lo, hi) {
-    var raw = (hi - lo) / 5, mag = Math.pow(10, Math.floor(Math.log10(raw))), step = 10 * mag;
-    var ms = [1, 2, 5, 10];
+    var raw = (hi / 2 - lo / 2) / 4, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    if (!(raw > 0) || !(mag > 0) || mag === Infinity) return [lo, hi];
+    var step = 10 * mag, ms = [1, 2, 5, 10];
     for (var i = 0; i < ms.length; i++) if (ms[i] * mag >= raw) { step = ms[i] * mag; break; }
     var out = [];
-    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.round(v / step) * step);
-    return out;
+    for (var k = Math.ceil(lo / step); k * step <= hi + step * 1e-9 && out.length < 12; k++) out.push(k * step);
+    return out.length ? out : [lo, hi];
   }
   function logTicks(lo, hi) {
     var e0 = Math.floor(Math.log10(lo)), e1 = Math.ceil(Math.log10(hi));
-    var ms = e1 - e0 <= 2 ? [1, 2, 5] : [1], out = [];
-    for (var e = e0; e <= e1; e++)
+    var ms = e1 - e0 <= 2 ? [1, 2, 5] : [1], k = Math.max(1, Math.ceil((e1 - e0) / 10)), out = [];
+    for (var e = e0; e <= e1; e += k)
       for (var i = 0; i < ms.length; i++) {
         var t = ms[i] * Math.pow(10, e);
         if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) out.push(t);
       }
-    if (out.length < 2) out = [lo, hi];
-    return out;
+    return out.length < 2 ? [lo, hi] : out;
   }
-  // span is the drawn range of values vs: padded by 5% (linear) or 10%
-  // (log, positive values only), never empty.
+  // keep: the padded bound unless it overflowed (or underflowed to zero on
+  // a log axis), then the bound itself.
+  function keep(padded, v, log) { return Math.abs(padded) === Infinity || (log && !(padded > 0)) ? v : padded; }
   function span(vs, log) {
+    if (!vs.length) return log ? [1, 10] : [0, 1];
     var lo = Infinity, hi = -Infinity;
     vs.forEach(function (v) { if (v < lo) lo = v; if (v > hi) hi = v; });
     if (log) {
       if (!(lo > 0)) return [1, 10];
-      if (lo === hi) return [lo / 2, hi * 2];
-      return [lo / 1.1, hi * 1.1];
+      var f = lo === hi ? 2 : 1.1;
+      return [keep(lo / f, lo, true), keep(hi * f, hi, true)];
     }
-    if (lo === Infinity) return [0, 1];
-    if (lo === hi) { var d = Math.abs(lo) * 0.1 || 1; return [lo - d, hi + d]; }
-    var pad = (hi - lo) * 0.05;
-    return [lo - pad, hi + pad];
+    var pad = (hi / 2 - lo / 2) * 0.1;
+    if (lo === hi) pad = Math.abs(lo) * 0.1 || 1;
+    return [keep(lo - pad, lo, false), keep(hi + pad, hi, false)];
   }
   function scale(r, log, p0, p1) {
     var lo = log ? Math.log10(r[0]) : r[0], hi = log ? Math.log10(r[1]) : r[1];
-    return function (v) { return p0 + ((log ? Math.log10(v) : v) - lo) / (hi - lo) * (p1 - p0); };
+    return function (v) { return p0 + ((log ? Math.log10(v) : v) / 2 - lo / 2) / (hi / 2 - lo / 2) * (p1 - p0); };
   }
   function f1(v) { return (Math.round(v * 10) / 10).toString(); }
 
@@ -170,7 +174,7 @@
     tt.textContent = "";
     htmlEl("div", "tt-title", tt, (s.name || "") + (p.label ? (s.name ? " — " : "") + p.label : ""));
     var tb = htmlEl("table", "", tt);
-    var rows = [[spec.xlabel || "x", String(p.x)], [spec.ylabel || "y", String(p.y)]].concat(p.info || []);
+    var rows = [[spec.xlabel || "x", valText(p.x)], [spec.ylabel || "y", valText(p.y)]].concat(p.info || []);
     rows.forEach(function (r) {
       var tr = htmlEl("tr", "", tb);
       htmlEl("th", "", tr, r[0]);
@@ -211,4 +215,6 @@
     if (body) new Chart(spec, body);
   });
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sortable);
+  // Tells a test driving the page that every chart is drawn.
+  document.documentElement.setAttribute("data-report", "ready");
 })();
