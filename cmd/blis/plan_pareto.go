@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -15,7 +16,10 @@ import (
 	"blis/report"
 	"blis/scenario"
 	"blis/sweep/grid"
+	"blis/sweep/store"
 )
+
+const statusOK = "ok"
 
 // loadKeys are the load axis's keys: a configuration is a point's settings
 // without them.
@@ -26,8 +30,11 @@ type paretoPoint struct {
 	ID     string `json:"id"`
 	Config string `json:"config"` // the axis values but the load's
 	Load   string `json:"load"`   // e.g. max-concurrency=64
-	// Infeasible is why the point cannot run; the numbers are then 0.
-	Infeasible        string  `json:"infeasible,omitempty"`
+	// Status is ok, infeasible (the deployment cannot exist) or unserved
+	// (it ran and served nothing); Reason says why a point is not ok, and
+	// its numbers are then 0.
+	Status            string  `json:"status"`
+	Reason            string  `json:"reason,omitempty"`
 	GPUs              int     `json:"gpus,omitempty"`
 	MedianTPOTMs      float64 `json:"median_tpot_ms,omitempty"`
 	Interactivity     float64 `json:"median_intvty"`
@@ -50,7 +57,7 @@ func newPlanParetoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var asJSON, force bool
 	var maxPoints int
 	cmd := &cobra.Command{
-		Use:   "pareto GRID.yaml",
+		Use:   "pareto GRID.yaml|STORE_DIR",
 		Short: "Throughput per GPU against interactivity, one curve per configuration, with the Pareto frontier",
 		Long: `Run every point of a sweep grid (the grid file of blis sweep: axes over any
 scenario key, a load axis of max-concurrency or request-rate values) and
@@ -67,11 +74,14 @@ the load axis, make one curve. The frontier is every point no other point
 (of any configuration) beats on both axes. Points that cannot run (the model
 does not fit, TP does not divide the heads) are listed with the reason.
 
+Given a blis sweep results store (its folder) in place of a grid file, pareto
+reads the points' summaries from it instead of running them.
+
 --html writes a self-contained interactive page (chart and table), --svg and
 --png the chart alone.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return &usageError{fmt.Errorf("pareto takes one grid file, got %d arguments", len(args))}
+				return &usageError{fmt.Errorf("pareto takes one grid file or sweep store folder, got %d arguments", len(args))}
 			}
 			return nil
 		},
@@ -80,7 +90,11 @@ does not fit, TP does not divide the heads) are listed with the reason.
 				return &usageError{fmt.Errorf("--y %q: allowed: total, output", yAxis)}
 			}
 			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-				return &usageError{fmt.Errorf("%s is a folder: plan pareto reads a grid file (GRID.yaml) and runs its points", args[0])}
+				out, err := paretoFromStore(args[0], yAxis)
+				if err != nil {
+					return err
+				}
+				return finishPareto(stdout, out, asJSON, htmlFile, svgFile, pngFile)
 			}
 			g, err := grid.ReadFile(args[0])
 			if err != nil {
@@ -101,21 +115,14 @@ does not fit, TP does not divide the heads) are listed with the reason.
 				}
 				if !quiet(cmd) {
 					what := fmt.Sprintf("%.1f tok/s/user, %.1f tok/s/GPU", pp.Interactivity, pp.TputPerGPU)
-					if pp.Infeasible != "" {
+					if pp.Status != statusOK {
 						what = "infeasible"
 					}
 					fmt.Fprintf(stderr, "blis plan pareto: point %d of %d: %s %s: %s\n", p.Index+1, len(points), pp.Config, pp.Load, what)
 				}
 				out.Points = append(out.Points, pp)
 			}
-			markFrontier(out.Points, yAxis)
-			if err := writeParetoCharts(out, htmlFile, svgFile, pngFile); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(stdout, out)
-			}
-			return writeParetoTable(stdout, out)
+			return finishPareto(stdout, out, asJSON, htmlFile, svgFile, pngFile)
 		},
 	}
 	fs := cmd.Flags()
@@ -127,6 +134,83 @@ does not fit, TP does not divide the heads) are listed with the reason.
 	fs.IntVar(&maxPoints, "max-points", grid.DefaultMaxPoints, "refuse a grid with more points than this unless --force")
 	fs.BoolVar(&force, "force", false, "run a grid over --max-points")
 	return cmd
+}
+
+func finishPareto(stdout io.Writer, out paretoResult, asJSON bool, htmlFile, svgFile, pngFile string) error {
+	markFrontier(out.Points, out.Y)
+	if err := writeParetoCharts(out, htmlFile, svgFile, pngFile); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(stdout, out)
+	}
+	return writeParetoTable(stdout, out)
+}
+
+// paretoFromStore reads the points of a blis sweep results store (its
+// summary columns) instead of running them: every point the store holds,
+// in index order.
+func paretoFromStore(dir, y string) (paretoResult, error) {
+	t, err := store.Load(dir)
+	if err != nil {
+		return paretoResult{}, err
+	}
+	out := paretoResult{Grid: dir, Name: cmp.Or(t.Info.Name, dir), Y: y}
+	col := func(name string) (int, error) {
+		i := t.Col(name)
+		if i < 0 {
+			return 0, &scenario.InputError{File: dir, Msg: "not a sweep store of this BLIS: no column " + name}
+		}
+		return i, nil
+	}
+	var at [10]int
+	for k, name := range []string{"idx", "id", "status", "reason", "gpus", "p50_tpot_ms", "total_token_throughput_per_gpu", "output_throughput_per_gpu", "request_throughput", "failed"} {
+		if at[k], err = col(name); err != nil {
+			return out, err
+		}
+	}
+	num := func(v any) float64 {
+		switch x := v.(type) {
+		case int64:
+			return float64(x)
+		case float64:
+			return x
+		}
+		return 0
+	}
+	for _, row := range t.Rows {
+		var cfg, load []string
+		for _, k := range t.Keys {
+			kv := k + "=" + storeText(row[t.Col(k)])
+			if slices.Contains(loadKeys, k) {
+				load = append(load, kv)
+			} else {
+				cfg = append(cfg, kv)
+			}
+		}
+		pp := paretoPoint{Index: int(num(row[at[0]])), ID: storeText(row[at[1]]), Status: storeText(row[at[2]]), Reason: storeText(row[at[3]]),
+			Config: cmp.Or(strings.Join(cfg, ","), "(base)"), Load: strings.Join(load, ",")}
+		if pp.Status == statusOK {
+			pp.GPUs, pp.MedianTPOTMs = int(num(row[at[4]])), num(row[at[5]])
+			pp.Interactivity = plan.Interactivity(pp.MedianTPOTMs)
+			pp.TputPerGPU, pp.OutputTputPerGPU = num(row[at[6]]), num(row[at[7]])
+			pp.RequestThroughput, pp.Failed = num(row[at[8]]), int(num(row[at[9]]))
+		}
+		out.Points = append(out.Points, pp)
+	}
+	return out, nil
+}
+
+// storeText is a store value as text: SQLite gives int64, float64, string
+// or nil.
+func storeText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // runParetoPoint runs one grid point as blis run would run its scenario.
@@ -150,10 +234,15 @@ func runParetoPoint(g *grid.Grid, p grid.Point) (paretoPoint, error) {
 		return pp, fmt.Errorf("%s point %d (%s %s): %w", g.File, p.Index, pp.Config, pp.Load, err)
 	}
 	if pr.Infeasible != "" {
-		pp.Infeasible = pr.Infeasible
+		pp.Status, pp.Reason = "infeasible", pr.Infeasible
 		return pp, nil
 	}
 	r := pr.Summary
+	if r.Completed == 0 {
+		pp.Status, pp.Reason = "unserved", pr.Verdict.Why
+		return pp, nil
+	}
+	pp.Status = statusOK
 	pp.GPUs, pp.MedianTPOTMs, pp.Failed = pr.GPUs, r.TPOT.Median, r.Failed
 	pp.Interactivity = plan.Interactivity(r.TPOT.Median)
 	pp.TputPerGPU = r.TotalTokenThroughput / float64(pr.GPUs)
@@ -176,7 +265,7 @@ func markFrontier(pts []paretoPoint, y string) {
 	var on []int
 	var xy []plan.Point
 	for i, p := range pts {
-		if p.Infeasible == "" && p.Interactivity > 0 {
+		if p.Status == statusOK && p.Interactivity > 0 {
 			on = append(on, i)
 			xy = append(xy, plan.Point{X: p.Interactivity, Y: paretoY(p, y)})
 		}
@@ -195,8 +284,8 @@ func writeParetoTable(w io.Writer, out paretoResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "config\tload\tGPUs\tmedian TPOT ms\ttok/s/user\t%s\tfrontier\n", yName)
 	for _, p := range out.Points {
-		if p.Infeasible != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tinfeasible: %s\n", p.Config, p.Load, p.Infeasible)
+		if p.Status != statusOK {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%s: %s\n", p.Config, p.Load, p.Status, p.Reason)
 			continue
 		}
 		mark := ""
@@ -221,7 +310,7 @@ func paretoChart(out paretoResult) report.Chart {
 	byConfig := map[string][]report.Point{}
 	var frontier []report.Point
 	for _, p := range out.Points {
-		if p.Infeasible != "" || p.Interactivity <= 0 {
+		if p.Status != statusOK || p.Interactivity <= 0 {
 			continue
 		}
 		rp := report.Point{X: p.Interactivity, Y: paretoY(p, out.Y), Label: p.Config + " " + p.Load, Info: []report.KV{
@@ -266,8 +355,8 @@ func writeParetoCharts(out paretoResult, htmlFile, svgFile, pngFile string) erro
 	if err := write(htmlFile, func(w io.Writer) error {
 		tbl := &report.Table{Columns: []string{"config", "load", "GPUs", "median TPOT ms", "tok/s/user", "tok/s/GPU", "frontier"}}
 		for _, p := range out.Points {
-			row := []string{p.Config, p.Load, "-", "-", "-", "-", "infeasible: " + p.Infeasible}
-			if p.Infeasible == "" {
+			row := []string{p.Config, p.Load, "-", "-", "-", "-", p.Status + ": " + p.Reason}
+			if p.Status == statusOK {
 				mark := ""
 				if p.Frontier {
 					mark = "*"

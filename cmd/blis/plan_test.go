@@ -158,7 +158,7 @@ func TestPlanPareto(t *testing.T) {
 	}
 	var xy []plan.Point
 	for _, p := range r.Points {
-		if p.Infeasible != "" || p.Interactivity <= 0 || p.TputPerGPU <= 0 {
+		if p.Status != "ok" || p.Interactivity <= 0 || p.TputPerGPU <= 0 {
 			t.Fatalf("point %+v", p)
 		}
 		xy = append(xy, plan.Point{X: p.Interactivity, Y: p.TputPerGPU})
@@ -205,7 +205,7 @@ func TestPlanInputErrors(t *testing.T) {
 		{append(slices.Clone(mg), "--layout", "hardware=h100", "--prices", badPrices), `usd_per_gpu_hour.tpu9: unknown chip "tpu9"`},
 		{append(slices.Clone(mg), "--layout", "hardware=h100", "--minimize", "watts"), `--minimize "watts": allowed: gpus, cost`},
 		{slices.Clone(mg), "give the candidate layouts"},
-		{[]string{"plan", "pareto", dir}, "is a folder"},
+		{[]string{"plan", "pareto", dir}, "not a sweep store"},
 		{[]string{"plan", "pareto", badPrices, "--y", "input"}, `--y "input": allowed: total, output`},
 	} {
 		code, _, errs := runCLI(t, tc.args...)
@@ -273,5 +273,25 @@ func TestPlanOutputIsDeterministic(t *testing.T) {
 		if c1 != 0 || c1 != c2 || o1 != o2 || o1 == "" {
 			t.Fatalf("%v: exit %d/%d, %s\n%s\n---\n%s", args, c1, c2, e1, o1, o2)
 		}
+	}
+}
+
+// pareto of a blis sweep store gives the table pareto of the same grid
+// gives by running it.
+func TestPlanParetoFromStore(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "grid.yaml")
+	os.WriteFile(g, []byte("name: t\nbase: {model: qwen2.5-7b, num-prompts: 60}\naxes:\n  tensor-parallel-size: [1, 2, 3]\nload:\n  max-concurrency: [2, 16]\n"), 0o644)
+	st := filepath.Join(dir, "store")
+	if code, _, errs := runCLI(t, "sweep", "-q", g, "--out", st); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, errs)
+	}
+	c1, fromStore, e1 := runCLI(t, "plan", "pareto", "-q", st)
+	c2, fromGrid, e2 := runCLI(t, "plan", "pareto", "-q", g)
+	if c1 != 0 || c2 != 0 {
+		t.Fatalf("exit %d %d: %s %s", c1, c2, e1, e2)
+	}
+	if fromStore != fromGrid || !strings.Contains(fromGrid, "*") || !strings.Contains(fromGrid, "infeasible: ") {
+		t.Fatalf("store:\n%s\ngrid:\n%s", fromStore, fromGrid)
 	}
 }
