@@ -296,6 +296,9 @@ If even --lo fails, no load meets the SLOs (exit 0); if no load up to --max
 			if err := checkSearch(sr); err != nil {
 				return err
 			}
+			if len(s.Load.Stages) > 0 {
+				return &usageError{errors.New("--stages sets the load stage by stage; plan goodput searches one --request-rate or --max-concurrency: drop --stages")}
+			}
 			out := goodputResult{Search: search, SLOs: sloStrings(slos), Tolerance: t}
 			var tw *tabwriter.Writer
 			if !b.asJSON {
@@ -338,6 +341,9 @@ If even --lo fails, no load meets the SLOs (exit 0); if no load up to --max
 			switch {
 			case o.NoneMeets:
 				out.Answer = fmt.Sprintf("no load meets the SLOs: even --%s %g fails", search, o.FirstFail)
+				if !sr.Integer || o.FirstFail > 1 {
+					out.Answer += " (a lower --lo may pass)"
+				}
 			case o.AtCap:
 				out.Answer = fmt.Sprintf("--%s %g meets the SLOs and is the cap of the search (--max or --hi): the highest load may be higher", search, o.Best)
 			default:

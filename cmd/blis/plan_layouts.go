@@ -98,7 +98,7 @@ your own copy) or --prices FILE with the same shape:
 			if minimize != plan.MinimizeGPUs && minimize != plan.MinimizeCost {
 				return &usageError{fmt.Errorf("--minimize %q: allowed: gpus, cost", minimize)}
 			}
-			if s.MaxConcurrency == 0 && s.RequestRate > 1e300 {
+			if s.MaxConcurrency == 0 && s.RequestRate > 1e300 && len(s.Load.Stages) == 0 {
 				return &usageError{fmt.Errorf("give the target load: --request-rate R (requests/s) or --max-concurrency C (requests in flight)")}
 			}
 			if len(layouts) == 0 && gridFile == "" {
