@@ -141,3 +141,37 @@ func (s Search) round(x float64) float64 {
 	}
 	return math.Max(1, math.Floor(x))
 }
+
+// MinPassing finds the smallest n in [lo, hi] that passes, assuming that
+// passing is monotone in n (more replicas never serve a load worse): it
+// probes hi, then bisects. found is false when even hi fails. probes lists
+// every n probed, in order.
+func MinPassing(lo, hi int, eval func(n int) (bool, error)) (best int, found bool, probes []int, err error) {
+	if lo < 1 || hi < lo {
+		return 0, false, nil, fmt.Errorf("the range [%d, %d] must hold whole numbers from 1 up", lo, hi)
+	}
+	probe := func(n int) (bool, error) {
+		probes = append(probes, n)
+		return eval(n)
+	}
+	ok, err := probe(hi)
+	if err != nil || !ok {
+		return 0, false, probes, err
+	}
+	pass, fail := hi, lo-1 // fail: the highest n known to fail (lo-1: none yet)
+	for pass-fail > 1 {
+		mid := fail + (pass-fail)/2
+		if mid < lo {
+			mid = lo
+		}
+		if ok, err = probe(mid); err != nil {
+			return 0, false, probes, err
+		}
+		if ok {
+			pass = mid
+		} else {
+			fail = mid
+		}
+	}
+	return pass, true, probes, nil
+}

@@ -260,3 +260,29 @@ func FuzzParsePrices(f *testing.F) {
 		}
 	})
 }
+
+func TestMinPassing(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi, need int // n ≥ need passes
+		best         int
+		found        bool
+	}{
+		{1, 16, 5, 5, true},
+		{1, 16, 1, 1, true},
+		{1, 16, 16, 16, true},
+		{1, 16, 17, 0, false},
+		{3, 3, 2, 3, true},
+		{2, 9, 7, 7, true},
+	} {
+		best, found, probes, err := MinPassing(tc.lo, tc.hi, func(n int) (bool, error) { return n >= tc.need, nil })
+		if err != nil || best != tc.best || found != tc.found {
+			t.Errorf("%+v: best %d found %v (%v) %v", tc, best, found, probes, err)
+		}
+		if len(probes) > 6 {
+			t.Errorf("%+v: %d probes %v", tc, len(probes), probes)
+		}
+	}
+	if _, _, _, err := MinPassing(0, 4, nil); err == nil {
+		t.Error("lo 0 accepted")
+	}
+}

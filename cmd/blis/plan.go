@@ -268,7 +268,11 @@ tolerance of the highest passing one. It ASSUMES SLO attainment is monotone
 in the load (if a load fails, every higher load fails), which holds for
 queueing delay to first order but not for every scenario: read the probes.
 If even --lo fails, no load meets the SLOs (exit 0); if no load up to --max
-(or the given --hi) fails, the answer is that cap and says so.`,
+(or the given --hi) fails, the answer is that cap and says so.
+
+Every probe sends the same requests (--seed). Above capacity the queue grows
+for as long as requests arrive, so a short run (few --num-prompts) can pass a
+load a longer one fails: give enough prompts for the queue to settle.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, slos, err := b.load(cmd, args, true)
 			if err != nil {

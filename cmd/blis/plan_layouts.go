@@ -66,6 +66,7 @@ func newPlanMinGPUsCmd(stdout, stderr io.Writer) *cobra.Command {
 	var b planBase
 	var layouts []string
 	var pricesFile, minimize, gridFile string
+	var maxReplicas int
 	cmd := &cobra.Command{
 		Use:   "min-gpus [scenario.yaml] --slo ... --request-rate R|--max-concurrency C --layout K=V,... [--layout ...]",
 		Short: "Find the cheapest layout that serves a target load under the SLOs",
@@ -83,6 +84,11 @@ grid's values. GPUs count every pool's replicas ×
 data-parallel × tensor-parallel × pipeline-parallel ranks. A layout that
 cannot run (the model does not fit, TP does not divide the heads) is listed
 as infeasible with the reason.
+
+With --max-replicas N each layout is scaled out: the fewest replicas from 1 to
+N that meet the SLOs, found by bisection (assuming more replicas never serve
+the load worse), is the candidate (replicas=R joins its name); a layout that
+fails with N replicas is listed as failing at N.
 
 Prices are US dollars per GPU-hour by chip: an embedded default of public
 on-demand list prices (each number's source is in plan/prices.yaml; edit
@@ -132,12 +138,20 @@ your own copy) or --prices FILE with the same shape:
 			}
 			cands := make([]plan.Candidate, len(layouts))
 			runs := make([]planRun, len(layouts))
+			if maxReplicas < 0 || maxReplicas > scenario.MaxReplicas {
+				return &usageError{fmt.Errorf("--max-replicas %d: allowed: 0 (each layout as given) to %d", maxReplicas, scenario.MaxReplicas)}
+			}
 			for i := range scens {
-				pr, err := runPlanned(scens[i], slos)
+				if maxReplicas > 0 && slices.ContainsFunc(strings.Split(layouts[i], ","), func(kv string) bool { return strings.HasPrefix(strings.TrimSpace(kv), "replicas=") }) {
+					return &usageError{fmt.Errorf("--layout %q sets replicas, which --max-replicas searches: drop one", layouts[i])}
+				}
+			}
+			for i := range scens {
+				pr, name, err := runCandidate(scens[i], layouts[i], slos, maxReplicas)
 				if err != nil {
 					return fmt.Errorf("--layout %q: %w", layouts[i], err)
 				}
-				c := plan.Candidate{Layout: layouts[i], Infeasible: pr.Infeasible, GPUs: pr.GPUs, GPUsByChip: pr.GPUsByChip, Verdict: pr.Verdict}
+				c := plan.Candidate{Layout: name, Infeasible: pr.Infeasible, GPUs: pr.GPUs, GPUsByChip: pr.GPUsByChip, Verdict: pr.Verdict}
 				if pr.Infeasible == "" {
 					cost, err := prices.Cost(pr.GPUsByChip)
 					switch {
@@ -212,6 +226,7 @@ your own copy) or --prices FILE with the same shape:
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&layouts, "layout", nil, "a candidate layout: blis run settings as KEY=VALUE,..., e.g. hardware=h100,tensor-parallel-size=4,replicas=2; repeatable")
+	fs.IntVar(&maxReplicas, "max-replicas", 0, "for each layout, find the fewest replicas (1 to this) that meet the SLOs; 0 runs each layout as given")
 	fs.StringVar(&gridFile, "layouts", "", "a sweep grid file whose points are candidate layouts (no load axis)")
 	fs.StringVar(&pricesFile, "prices", "", "price table (YAML usd_per_gpu_hour: {CHIP: USD}) in place of the embedded default")
 	fs.StringVar(&minimize, "minimize", plan.MinimizeGPUs, "what the cheapest layout minimizes: gpus or cost ($/h)")
@@ -282,4 +297,41 @@ func gridLayouts(file string, s scenario.Scenario, changed func(string) bool) ([
 		scens, names = append(scens, c), append(names, name)
 	}
 	return scens, names, nil
+}
+
+// runCandidate runs one candidate layout; with maxReplicas > 0 it finds the
+// fewest replicas (1 to maxReplicas) meeting the SLOs and names the
+// candidate with them.
+func runCandidate(s scenario.Scenario, name string, slos []plan.SLO, maxReplicas int) (planRun, string, error) {
+	if maxReplicas == 0 {
+		pr, err := runPlanned(s, slos)
+		return pr, name, err
+	}
+	runs := map[int]planRun{}
+	infeasible := ""
+	eval := func(n int) (bool, error) {
+		c := s
+		c.Replicas = n
+		pr, err := runPlanned(c, slos)
+		if err != nil {
+			return false, err
+		}
+		if pr.Infeasible != "" && infeasible == "" {
+			infeasible = pr.Infeasible
+		}
+		runs[n] = pr
+		return pr.Infeasible == "" && pr.Verdict.Pass, nil
+	}
+	best, found, _, err := plan.MinPassing(1, maxReplicas, eval)
+	if err != nil {
+		return planRun{}, name, err
+	}
+	if !found {
+		best = maxReplicas
+	}
+	pr := runs[best]
+	if pr.Infeasible != "" {
+		return pr, name, nil
+	}
+	return pr, fmt.Sprintf("%s,replicas=%d", name, best), nil
 }

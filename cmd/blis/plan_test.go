@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -305,5 +306,36 @@ func BenchmarkPlanParetoExample(b *testing.B) {
 		if code := run([]string{"plan", "pareto", "-q", "../../examples/plan/llama-3.1-70b-pareto.yaml"}, io.Discard, io.Discard); code != 0 {
 			b.Fatal("exit", code)
 		}
+	}
+}
+
+// min-gpus --max-replicas scales each layout out to the fewest replicas
+// that meet the SLOs: one replica fewer fails.
+func TestPlanMinGPUsReplicas(t *testing.T) {
+	base := []string{"-q", "--model", "llama-3.1-70b", "--num-prompts", "300", "--request-rate", "20",
+		"--slo", "ttft:p90<=1000ms", "--slo", "tpot:p99<=40ms"}
+	code, out, errs := runCLI(t, append([]string{"plan", "min-gpus", "--json", "--max-replicas", "8",
+		"--layout", "hardware=h100,tensor-parallel-size=4", "--layout", "hardware=b200,tensor-parallel-size=2"}, base...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r minGPUsResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Candidates {
+		name, reps, ok := strings.Cut(c.Layout, ",replicas=")
+		if !ok || c.Result != "pass" || reps == "1" {
+			t.Fatalf("candidate %+v: want a pass with more than one replica", c)
+		}
+		n := 0
+		fmt.Sscan(reps, &n)
+		code, out, _ := runCLI(t, append([]string{"plan", "min-gpus", "--json", "--layout", fmt.Sprintf("%s,replicas=%d", name, n-1)}, base...)...)
+		if code != 0 || !strings.Contains(out, `"result": "fail"`) {
+			t.Fatalf("%s with %d replicas: exit %d, %s", name, n-1, code, out)
+		}
+	}
+	if code, _, errs := runCLI(t, append([]string{"plan", "min-gpus", "--max-replicas", "4", "--layout", "hardware=h100,replicas=2"}, base...)...); code != 2 || !strings.Contains(errs, "sets replicas") {
+		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
