@@ -144,6 +144,7 @@ func Open(dir string, g *grid.Grid, total int, shard Shard) (*Store, error) {
 		return nil, &scenario.InputError{Key: "--out", Value: dir, Msg: "cannot create the store: " + unwrap(err)}
 	}
 	path := filepath.Join(dir, DBName)
+	cleanLeftovers(dir)
 	_, statErr := os.Stat(path)
 	fresh := errors.Is(statErr, os.ErrNotExist)
 	db, err := openDB(path)
@@ -174,6 +175,19 @@ func Open(dir string, g *grid.Grid, total int, shard Shard) (*Store, error) {
 	// A whole (or merged) store given to a shard is accepted: the
 	// shard's points are a subset of its points.
 	return st, nil
+}
+
+// cleanLeftovers removes what a killed run can leave half-written: a result
+// file not yet renamed into place, a canonical rebuild not yet renamed
+// over the database (SQLite's own journal is rolled back on open).
+func cleanLeftovers(dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, PointsDir, "*.tmp"))
+	for _, f := range tmps {
+		os.Remove(f)
+	}
+	rebuild := filepath.Join(dir, DBName+".rebuild")
+	os.Remove(rebuild)
+	os.Remove(rebuild + "-journal")
 }
 
 func cmpOr(a, b string) string {
