@@ -195,7 +195,7 @@ func TestBrowser(t *testing.T) {
 		}
 		p := doc.Sections[0].Charts[0].Series[1].Points[3]
 		want := []string{"H200 TP2 — " + p.Label, "tokens/s per GPU"}
-		for _, kv := range p.Info {
+		for _, kv := range append(p.Info, doc.Sections[0].Charts[0].Common...) {
 			want = append(want, kv.Key+"\t"+kv.Value)
 		}
 		for _, w := range want {
@@ -277,5 +277,31 @@ func TestBrowser(t *testing.T) {
 	if err != nil || len(errs) > 0 {
 		t.Errorf("page script errors: %q (%v)", errs, err)
 	}
+
+	t.Run("sweep-sized page", func(t *testing.T) {
+		big := sweepDoc(2000)
+		path := filepath.Join(t.TempDir(), "sweep.html")
+		if err := os.WriteFile(path, writeHTML(t, big), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		load := time.Now()
+		if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady(chromedp.CSS(`html[data-report="ready"]`))); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(load)
+		script, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.measure("draw", "blis-report-start", "blis-report-drawn").duration`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("2,000-point page loaded and drawn in %.2f s (its script: %.0f ms)", took.Seconds(), script)
+		v := views(t, ctx)["sweep"]
+		markers := 0
+		for _, s := range v.Series {
+			markers += s.Markers
+		}
+		if markers != 2000 || v.Rows != 2000 {
+			t.Errorf("sweep page: %d markers and %d table rows, want 2000 of each", markers, v.Rows)
+		}
+	})
 	t.Logf("browser test took %.1f s", time.Since(start).Seconds())
 }

@@ -30,11 +30,13 @@ type jsonChart struct {
 	LogX   bool         `json:"logx"`
 	LogY   bool         `json:"logy"`
 	Series []jsonSeries `json:"series"`
+	Common [][2]string  `json:"common,omitempty"`
 }
 
 type jsonSeries struct {
 	Name   string      `json:"name"`
 	Style  Style       `json:"style"`
+	Color  string      `json:"color"`
 	Points []jsonPoint `json:"points"`
 }
 
@@ -106,12 +108,35 @@ func HTML(w io.Writer, doc *Document) error {
 				p("<figcaption>", text(c.Title), "</figcaption>\n")
 			}
 			p("<div class=\"chart-body\" data-chart=\"", id, "\"></div>\n")
-			p("<details class=\"points\" open><summary>", n, " points</summary>\n")
+			// Long tables start folded: the browser lays out a table's
+			// columns again as its rows arrive, so an unfolded thousand-row
+			// table costs seconds of loading.
+			open := " open"
+			if len(t.Rows) > openRows {
+				open = ""
+			}
+			p("<details class=\"points\"", open, "><summary>", n, " points</summary>\n")
+			if len(c.Common) > 0 {
+				p("<p class=\"common\">Every point: ")
+				for i, kv := range c.Common {
+					if i > 0 {
+						p("; ")
+					}
+					p("<b>", text(kv.Key), "</b> ", text(kv.Value))
+				}
+				p("</p>\n")
+			}
 			writeTable(p, &t, "data")
 			p("</details>\n</figure>\n")
 		}
 		if s.Table != nil {
-			writeTable(p, s.Table, "extra")
+			if len(s.Table.Rows) > openRows {
+				p("<details class=\"rows\"><summary>", strconv.Itoa(len(s.Table.Rows)), " rows</summary>\n")
+				writeTable(p, s.Table, "extra")
+				p("</details>\n")
+			} else {
+				writeTable(p, s.Table, "extra")
+			}
 		}
 		p("</section>\n")
 	}
@@ -120,10 +145,16 @@ func HTML(w io.Writer, doc *Document) error {
 	return bw.Flush()
 }
 
+// openRows: a chart's table with more rows than this starts folded.
+const openRows = 200
+
 func toJSON(c *Chart, id string) jsonChart {
 	jc := jsonChart{ID: id, Title: clean(c.Title), XLabel: clean(c.XLabel), YLabel: clean(c.YLabel), LogX: c.LogX, LogY: c.LogY, Series: []jsonSeries{}}
-	for _, s := range c.Series {
-		js := jsonSeries{Name: clean(s.Name), Style: s.Style, Points: []jsonPoint{}}
+	for _, kv := range c.Common {
+		jc.Common = append(jc.Common, [2]string{clean(kv.Key), clean(kv.Value)})
+	}
+	for i, s := range c.Series {
+		js := jsonSeries{Name: clean(s.Name), Style: s.Style, Color: s.color(i), Points: []jsonPoint{}}
 		switch s.Style {
 		case Line, Dashed, Frontier, Scatter:
 		default:

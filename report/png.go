@@ -33,7 +33,7 @@ func PNG(w io.Writer, c *Chart) error {
 			xy = append(xy, plotter.XY{X: pt.X, Y: pt.Y})
 			xs, ys = append(xs, pt.X), append(ys, pt.Y)
 		}
-		col := hexColor(palette[i%len(palette)])
+		col := hexColor(c.Series[i].color(i))
 		var thumbs []plot.Thumbnailer
 		if s.Style != Scatter && len(xy) > 1 {
 			l, err := plotter.NewLine(xy)

@@ -8,6 +8,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -37,6 +38,10 @@ type Chart struct {
 	LogX   bool
 	LogY   bool
 	Series []Series
+	// Common is what every point shares (e.g. the scenario settings of a
+	// validation arm): each hover shows it after the point's own Info, and
+	// the page lists it once above the chart's table, not in every row.
+	Common []KV
 }
 
 // Style is how a series is drawn.
@@ -57,9 +62,33 @@ const (
 
 // Series is one named set of points, drawn in the order given.
 type Series struct {
-	Name   string
-	Style  Style
+	Name  string
+	Style Style
+	// Color is a "#rrggbb" colour, e.g. to draw a prediction in the colour
+	// of the measurement it predicts; empty (or malformed) takes the
+	// series' place in a colour-blind-safe palette.
+	Color  string
 	Points []Point
+}
+
+// Palette is the colour-blind-safe (Okabe-Ito) palette series cycle
+// through by position.
+var Palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+// color is series i's colour: its own when well-formed, else its
+// palette entry.
+func (s *Series) color(i int) string {
+	c := s.Color
+	if len(c) == 7 && c[0] == '#' {
+		ok := true
+		for _, r := range c[1:] {
+			ok = ok && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F')
+		}
+		if ok {
+			return c
+		}
+	}
+	return Palette[i%len(Palette)]
 }
 
 // Point is one x/y value. Label names it (e.g. its scenario); Info is
@@ -189,7 +218,15 @@ func dataTable(c *Chart) Table {
 	if yl == "" {
 		yl = "y"
 	}
-	t := Table{Columns: append(append([]string{"series", "point", xl, yl}, keys...), "note")}
+	fixed := []string{"series", "point", xl, yl}
+	cols := append([]string{}, fixed...)
+	for _, k := range keys {
+		if slices.Contains(fixed, k) || k == "note" {
+			k += " (info)" // a column per key, never two of one name
+		}
+		cols = append(cols, k)
+	}
+	t := Table{Columns: append(cols, "note")}
 	for _, s := range c.Series {
 		for _, p := range s.Points {
 			row := make([]string, len(t.Columns))

@@ -23,7 +23,7 @@ func sampleDoc() *Document {
 	conc := []float64{1, 2, 4, 8, 16, 32, 64}
 	var h100, h200, front Series
 	h100 = Series{Name: "H100 TP4"}
-	h200 = Series{Name: "H200 TP2", Style: Dashed}
+	h200 = Series{Name: "H200 TP2", Style: Dashed, Color: "#cc79a7"}
 	front = Series{Name: "frontier", Style: Frontier}
 	for i, c := range conc {
 		tput := 1000 * c / (1 + c/16)
@@ -37,7 +37,7 @@ func sampleDoc() *Document {
 			front.Points = append(front.Points, Point{X: inter * 1.1, Y: tput / 2 * 0.9, Label: "c=" + num(c)})
 		}
 	}
-	scatter := Series{Name: "probes", Style: Scatter, Points: []Point{
+	scatter := Series{Name: "probes", Style: Scatter, Color: "red\"/><script>", Points: []Point{
 		{X: 0.5, Y: 3, Label: "a"}, {X: 2, Y: 0, Label: "zero"}, {X: 5, Y: math.NaN(), Label: "failed"}, {X: math.Inf(1), Y: 1, Label: "inf"}, {X: 9, Y: 30, Label: "b"},
 	}}
 	return &Document{
@@ -47,6 +47,7 @@ func sampleDoc() *Document {
 			{Heading: "Pareto", Text: "One curve per configuration.\n\nThe frontier is thick.", Charts: []Chart{{
 				ID: "pareto", Title: "tokens/s/GPU vs tokens/s/user", XLabel: "tokens/s per user", YLabel: "tokens/s per GPU",
 				Series: []Series{h100, h200, front},
+				Common: []KV{{"model", "Llama-3.1-70B"}, {"workload", "1024 in / 128 out"}},
 			}}},
 			{Heading: "Probes", Charts: []Chart{{Title: "log axes", XLabel: "x", YLabel: "y", LogX: true, LogY: true, Series: []Series{scatter}}},
 				Table: &Table{Columns: []string{"arm", "MAPE"}, Rows: [][]string{{"a", "3.1"}, {"b"}}}},
@@ -143,7 +144,7 @@ func TestHTMLHostileText(t *testing.T) {
 				Heading: tc.s, Text: tc.s,
 				Charts: []Chart{{ID: tc.s, Title: tc.s, XLabel: tc.s, YLabel: tc.s, Series: []Series{{
 					Name: tc.s, Points: []Point{{X: 1, Y: 2, Label: tc.s, Info: []KV{{tc.s, tc.s}}}},
-				}}}},
+				}}, Common: []KV{{tc.s, tc.s}}}},
 				Table: &Table{Columns: []string{tc.s}, Rows: [][]string{{tc.s}}},
 			}}}
 			page := writeHTML(t, d)
@@ -151,7 +152,7 @@ func TestHTMLHostileText(t *testing.T) {
 			got := pageData(t, page)
 			want := clean(tc.s)
 			pt := got.Charts[0].Series[0].Points[0]
-			if got.Charts[0].Title != want || pt.Label != want || pt.Info[0] != [2]string{want, want} {
+			if got.Charts[0].Title != want || pt.Label != want || pt.Info[0] != [2]string{want, want} || got.Charts[0].Common[0] != [2]string{want, want} {
 				t.Errorf("text did not survive the page's JSON: %+v", got.Charts[0])
 			}
 			checkSVG(t, writeSVG(t, &d.Sections[0].Charts[0]))
@@ -293,7 +294,7 @@ func TestPNG(t *testing.T) {
 			t.Errorf("%s: PNG is %v, want 900×420", c.Title, s)
 		}
 		// The first series' colour is drawn wherever it has points.
-		want := hexColor(palette[0])
+		want := hexColor(Palette[0])
 		found := false
 		for y := 0; y < 420 && !found; y++ {
 			for x := 0; x < 900; x++ {
@@ -306,6 +307,27 @@ func TestPNG(t *testing.T) {
 		}
 		if found != (len(c.Series) > 0) {
 			t.Errorf("%s: first series colour drawn = %v", c.Title, found)
+		}
+	}
+}
+
+func TestSeriesColor(t *testing.T) {
+	tests := []struct {
+		color string
+		i     int
+		want  string
+	}{
+		{"", 0, Palette[0]},
+		{"", 9, Palette[1]},
+		{"#a1B2c3", 3, "#a1B2c3"},
+		{"#a1b2c", 2, Palette[2]},
+		{"#a1b2cg", 2, Palette[2]},
+		{`red"/><script>`, 4, Palette[4]},
+	}
+	for _, tc := range tests {
+		s := Series{Color: tc.color}
+		if got := s.color(tc.i); got != tc.want {
+			t.Errorf("color %q at %d = %q, want %q", tc.color, tc.i, got, tc.want)
 		}
 	}
 }

@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-// palette: colour-blind-safe (Okabe-Ito), cycled over series; the page's
-// script uses the same.
-var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
-
 // Static chart geometry: the page's plot area (720×420) plus a legend
 // column on the right, since a static file has no HTML legend.
 const (
@@ -74,7 +70,7 @@ func SVG(w io.Writer, c *Chart) error {
 	p(`<text x="16" y="%d" text-anchor="middle" font-size="12" transform="rotate(-90 16 %d)">%s</text>`+"\n", cy, cy, text(axisLabel(c.YLabel, "y", c.LogY)))
 	p(`<clipPath id="plot"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath>`+"\n", svgPL, svgPT, svgPlotR-svgPL, svgPlotB-svgPT)
 	for i, s := range c.Series {
-		col := palette[i%len(palette)]
+		col := c.Series[i].color(i)
 		var pts []Point
 		for _, pt := range s.Points {
 			if drawable(pt, c.LogX, c.LogY) {
@@ -103,7 +99,7 @@ func SVG(w io.Writer, c *Chart) error {
 	}
 	y := svgPT + 8
 	for i, s := range c.Series {
-		col := palette[i%len(palette)]
+		col := c.Series[i].color(i)
 		name := s.Name
 		if name == "" {
 			name = "series " + strconv.Itoa(i+1)

@@ -22,6 +22,7 @@ func newValidatePageCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		out           string
 		record, check bool
+		html          bool
 		jobs          int
 		probes        string
 	)
@@ -34,7 +35,10 @@ NAME.md (Markdown, in the sections of the validation pages it follows:
 sources, provenance verdict, paired requests, population metrics, TTFT, KV
 pool, every level), NAME.json
 (every number on the page) and figures/NAME/*.svg, into --out (default: the
-manifest's directory). Prints each arm's verdict and headline errors.
+manifest's directory); with --html also NAME.html, the same page as one
+self-contained file with interactive charts (hover a point for its level,
+values and the arm's settings; toggle series and log axes) and its tables.
+Prints each arm's verdict and headline errors.
 
 --record also pins the headline errors (MAPE and signed mean per arm and
 metric) in NAME.baseline.json. --check writes nothing: it recomputes the
@@ -52,6 +56,9 @@ a comma list re-checks only those settings.`,
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
+			if html && check {
+				return &usageError{errors.New("--html and --check exclude each other: --check writes nothing")}
+			}
 			if record && check {
 				return &usageError{errors.New("--record and --check exclude each other: record a baseline, or check against one")}
 			}
@@ -110,7 +117,7 @@ a comma list re-checks only those settings.`,
 				}
 				return nil
 			}
-			if err := writePage(dir, pg); err != nil {
+			if err := writePage(dir, pg, html); err != nil {
 				return err
 			}
 			if record {
@@ -126,6 +133,7 @@ a comma list re-checks only those settings.`,
 	fs := cmd.Flags()
 	fs.StringVar(&out, "out", "", "directory of the page, its JSON, figures and baseline (default: the manifest's directory)")
 	fs.BoolVar(&record, "record", false, "also pin the headline errors in NAME.baseline.json")
+	fs.BoolVar(&html, "html", false, "also write NAME.html: the page with interactive charts and its tables in one self-contained file")
 	fs.BoolVar(&check, "check", false, "write nothing; exit 1 when a headline error regressed beyond tolerance against NAME.baseline.json")
 	fs.IntVar(&jobs, "jobs", 0, "simulations run in parallel (0 = number of CPUs); the page does not depend on it")
 	fs.StringVar(&probes, "probes", "", "gap re-checks for every arm, overriding the manifest's probes: off, auto, or a comma list of settings (default: the manifest's)")
@@ -133,8 +141,8 @@ a comma list re-checks only those settings.`,
 }
 
 // writePage writes NAME.md, NAME.json and figures/NAME/, replacing the
-// figures of an earlier page of the same name.
-func writePage(dir string, pg *page.Page) error {
+// figures of an earlier page of the same name, and NAME.html when html.
+func writePage(dir string, pg *page.Page, html bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -143,6 +151,11 @@ func writePage(dir string, pg *page.Page) error {
 	}
 	if err := writeFileAtomic(filepath.Join(dir, pg.Name+".json"), pg.WriteJSON); err != nil {
 		return err
+	}
+	if html {
+		if err := writeFileAtomic(filepath.Join(dir, pg.Name+".html"), func(w io.Writer) error { return render.HTML(w, pg) }); err != nil {
+			return err
+		}
 	}
 	figDir := filepath.Join(dir, filepath.FromSlash(render.FigureDir(pg.Name)))
 	if old, err := filepath.Glob(filepath.Join(figDir, "*.svg")); err == nil {

@@ -71,6 +71,32 @@ func TestValidatePageRecordCheck(t *testing.T) {
 	}
 }
 
+// --html writes NAME.html beside NAME.md: the arm's metric charts and the
+// page's tables; without it there is none.
+func TestValidatePageHTML(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"validate", "page", pageFixture, "--out", dir, "--html", "--jobs", "2"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "small.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<title>Small InferenceX page</title>", `id="llama-fp8-ttft_mean_ms"`, "Llama-3.1-70B FP8 H100: provenance", `<table class="data sortable">`} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("small.html lacks %q", want)
+		}
+	}
+	dir2 := t.TempDir()
+	if code := run([]string{"validate", "page", pageFixture, "--out", dir2, "--jobs", "1"}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir2, "small.html")); err == nil {
+		t.Error("small.html written without --html")
+	}
+}
+
 func TestValidatePageBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -87,6 +113,7 @@ func TestValidatePageBadInput(t *testing.T) {
 		{[]string{"validate", "page", missing}, 2, "missing.yaml:6: arms[0].inferencex.csv \"none.csv\": cannot read"},
 		{[]string{"validate", "page", filepath.Join(dir, "nope.yaml")}, 2, "cannot read the manifest"},
 		{[]string{"validate", "page", pageFixture, "--record", "--check"}, 2, "exclude each other"},
+		{[]string{"validate", "page", pageFixture, "--html", "--check"}, 2, "--html and --check exclude each other"},
 		{[]string{"validate", "page", pageFixture, "--out", dir, "--check"}, 2, "no baseline to check against"},
 	} {
 		var out, errb bytes.Buffer

@@ -28,7 +28,7 @@ func HTML(w io.Writer, pg *page.Page) error { return report.HTML(w, Document(pg)
 func Document(pg *page.Page) *report.Document {
 	doc := &report.Document{
 		Title:    pg.Title,
-		Subtitle: "BLIS binaries: " + strings.Trim(binaryText(pg), "`") + "; step model " + orNone(strings.Join(pg.StepModels, ", ")) + "; inputs SHA-256 " + pg.InputsSHA256 + ".",
+		Subtitle: "BLIS binaries: " + strings.ReplaceAll(binaryText(pg), "`", "") + "; step model " + orNone(strings.Join(pg.StepModels, ", ")) + "; inputs SHA-256 " + pg.InputsSHA256 + ".",
 	}
 	intro := "Every error is 100 * (BLIS / measured - 1): negative means BLIS is faster (lower latency) or, for throughput and interactivity, lower. Hover a point for its level, both values and the arm's settings; click a legend entry to hide its series."
 	if pg.Description != "" {
@@ -161,12 +161,14 @@ func metricChart(a *page.ArmPage, mp page.MetricPop, settings []report.KV) repor
 		Title:  a.Label + ": " + info.Name + " (" + info.Unit + "), BLIS vs measured per level",
 		XLabel: xl, YLabel: info.Name + " (" + info.Unit + ")",
 		LogX: !byRank && len(levels) > 1, LogY: ymin > 0 && ymax/ymin > 10,
+		Common: settings,
 	}
 	src := map[string]page.LevelPage{}
 	for _, l := range a.Levels {
 		src[l.Series+"\x00"+strconv.FormatFloat(l.Level.F(), 'g', -1, 64)] = l
 	}
-	for _, name := range names {
+	for i, name := range names {
+		col := report.Palette[i%len(report.Palette)] // both sides of a series in one colour, as in the SVG figures
 		var pts []score.Point
 		for _, p := range mp.Compared {
 			if p.Series == name {
@@ -178,24 +180,23 @@ func metricChart(a *page.ArmPage, mp page.MetricPop, settings []report.KV) repor
 		if prefix != "" {
 			prefix += ": "
 		}
-		meas := report.Series{Name: prefix + "measured"}
-		blis := report.Series{Name: prefix + "BLIS", Style: report.Dashed}
+		meas := report.Series{Name: prefix + "measured", Color: col}
+		blis := report.Series{Name: prefix + "BLIS", Style: report.Dashed, Color: col}
 		for _, p := range pts {
 			x := p.Level
 			if byRank {
 				x = float64(sort.SearchFloat64s(levels, p.Level))
 			}
 			l := src[p.Series+"\x00"+strconv.FormatFloat(p.Level, 'g', -1, 64)]
-			kv := []report.KV{{Key: a.LevelKey, Value: levelText(p.Level)}}
-			if p.Series != "" {
-				kv = append(kv, report.KV{Key: "series", Value: p.Series})
+			var kv []report.KV
+			if byRank {
+				kv = append(kv, report.KV{Key: a.LevelKey, Value: levelText(p.Level)})
 			}
 			kv = append(kv,
 				report.KV{Key: "measured", Value: value(score.Num(p.Measured))},
 				report.KV{Key: "BLIS", Value: value(score.Num(p.BLIS))},
 				report.KV{Key: "signed error", Value: pct(score.Num(p.Error()))},
 				report.KV{Key: "source", Value: l.Source})
-			kv = append(kv, settings...)
 			label := a.LevelKey + " " + levelText(p.Level)
 			meas.Points = append(meas.Points, report.Point{X: x, Y: p.Measured, Label: label, Info: kv})
 			blis.Points = append(blis.Points, report.Point{X: x, Y: p.BLIS, Label: label, Info: kv})

@@ -65,7 +65,7 @@ func TestHTMLDocument(t *testing.T) {
 				t.Errorf("table %+v, want %d rows", s.Table, tc.tableRows)
 			}
 			found := false
-			for _, kv := range c.Series[0].Points[0].Info {
+			for _, kv := range append(c.Series[0].Points[0].Info, c.Common...) {
 				found = found || strings.Contains(kv.Key, tc.infoHasString)
 			}
 			if !found {
