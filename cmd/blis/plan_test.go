@@ -339,3 +339,63 @@ func TestPlanMinGPUsReplicas(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+// docs/planning.md shows real output: every "$ blis plan ..." block is run
+// and must print what the block shows, and the chart it writes must be
+// the SVG the page embeds.
+func TestPlanningDocIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every example of docs/planning.md")
+	}
+	doc, err := os.ReadFile("../../docs/planning.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```\n$ ")
+	if len(blocks) < 4 {
+		t.Fatalf("%d examples in docs/planning.md", len(blocks)-1)
+	}
+	dir := t.TempDir()
+	for _, b := range blocks[1:] {
+		b, _, _ = strings.Cut(b, "\n```")
+		var cmdLine strings.Builder
+		lines := strings.Split(b, "\n")
+		i := 0
+		for ; i < len(lines); i++ {
+			l := strings.TrimSpace(lines[i])
+			cmdLine.WriteString(strings.TrimSuffix(l, "\\") + " ")
+			if !strings.HasSuffix(l, "\\") {
+				break
+			}
+		}
+		want := strings.Join(lines[i+1:], "\n") + "\n"
+		args := strings.Fields(strings.ReplaceAll(cmdLine.String(), "'", ""))
+		if args[0] != "blis" {
+			t.Fatalf("example %q", cmdLine.String())
+		}
+		args = args[1:]
+		svgAt := -1
+		for k, a := range args {
+			if strings.HasPrefix(a, "examples/") {
+				args[k] = "../../" + a
+			}
+			if a == "--svg" {
+				svgAt = k + 1
+			}
+		}
+		var docSVG string
+		if svgAt > 0 {
+			docSVG, args[svgAt] = "../../"+args[svgAt], filepath.Join(dir, "chart.svg")
+		}
+		code, out, errs := runCLI(t, args...)
+		if code != 0 || out != want {
+			t.Errorf("%s: exit %d %s\ngot:\n%s\ndocs/planning.md shows:\n%s", cmdLine.String(), code, errs, out, want)
+		}
+		if docSVG != "" {
+			got, _ := os.ReadFile(args[svgAt])
+			if old, _ := os.ReadFile(docSVG); string(got) != string(old) {
+				t.Errorf("%s is stale: rerun %s", docSVG, cmdLine.String())
+			}
+		}
+	}
+}
