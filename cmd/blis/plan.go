@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -387,6 +389,39 @@ func checkSearch(sr plan.Search) error {
 		return &usageError{fmt.Errorf("--max %g: allowed: a finite load at least --lo %g", sr.Max, sr.Lo)}
 	case sr.Integer && (sr.Lo != math.Floor(sr.Lo) || sr.Hi != math.Floor(sr.Hi) || sr.Max != math.Floor(sr.Max)):
 		return &usageError{fmt.Errorf("--search max-concurrency takes whole numbers: --lo %g, --hi %g, --max %g", sr.Lo, sr.Hi, sr.Max)}
+	}
+	return nil
+}
+
+// forEachParallel calls f(0..n-1) on jobs goroutines (0: one per CPU) and
+// returns the first error by index. Each f writes only its own result
+// slot, so the output is the same whatever the interleaving.
+func forEachParallel(n, jobs int, f func(i int) error) error {
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	jobs = min(jobs, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func newPlanMinGPUsCmd(stdout, stderr io.Writer) *cobra.Command {
 	var b planBase
 	var layouts []string
 	var pricesFile, minimize, gridFile string
-	var maxReplicas int
+	var maxReplicas, jobs int
 	cmd := &cobra.Command{
 		Use:   "min-gpus [scenario.yaml] --slo ... --request-rate R|--max-concurrency C --layout K=V,... [--layout ...]",
 		Short: "Find the cheapest layout that serves a target load under the SLOs",
@@ -146,11 +146,22 @@ your own copy) or --prices FILE with the same shape:
 					return &usageError{fmt.Errorf("--layout %q sets replicas, which --max-replicas searches: drop one", layouts[i])}
 				}
 			}
-			for i := range scens {
-				pr, name, err := runCandidate(scens[i], layouts[i], slos, maxReplicas)
-				if err != nil {
+			if jobs < 0 {
+				return &usageError{fmt.Errorf("--jobs %d: allowed: 0 (one per CPU) or more", jobs)}
+			}
+			prs, names := make([]planRun, len(scens)), make([]string, len(scens))
+			err = forEachParallel(len(scens), jobs, func(i int) error {
+				var err error
+				if prs[i], names[i], err = runCandidate(scens[i], layouts[i], slos, maxReplicas); err != nil {
 					return fmt.Errorf("--layout %q: %w", layouts[i], err)
 				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for i := range scens {
+				pr, name := prs[i], names[i]
 				c := plan.Candidate{Layout: name, Infeasible: pr.Infeasible, GPUs: pr.GPUs, GPUsByChip: pr.GPUsByChip, Verdict: pr.Verdict}
 				if pr.Infeasible == "" {
 					cost, err := prices.Cost(pr.GPUsByChip)
@@ -227,6 +238,7 @@ your own copy) or --prices FILE with the same shape:
 	fs := cmd.Flags()
 	fs.StringArrayVar(&layouts, "layout", nil, "a candidate layout: blis run settings as KEY=VALUE,..., e.g. hardware=h100,tensor-parallel-size=4,replicas=2; repeatable")
 	fs.IntVar(&maxReplicas, "max-replicas", 0, "for each layout, find the fewest replicas (1 to this) that meet the SLOs; 0 runs each layout as given")
+	fs.IntVar(&jobs, "jobs", 0, "candidates simulated at once (0: one per CPU)")
 	fs.StringVar(&gridFile, "layouts", "", "a sweep grid file whose points are candidate layouts (no load axis)")
 	fs.StringVar(&pricesFile, "prices", "", "price table (YAML usd_per_gpu_hour: {CHIP: USD}) in place of the embedded default")
 	fs.StringVar(&minimize, "minimize", plan.MinimizeGPUs, "what the cheapest layout minimizes: gpus or cost ($/h)")

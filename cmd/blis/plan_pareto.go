@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,7 @@ type paretoResult struct {
 func newPlanParetoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var yAxis, htmlFile, svgFile, pngFile string
 	var asJSON, force bool
-	var maxPoints int
+	var maxPoints, jobs int
 	cmd := &cobra.Command{
 		Use:   "pareto GRID.yaml|STORE_DIR",
 		Short: "Throughput per GPU against interactivity, one curve per configuration, with the Pareto frontier",
@@ -107,20 +108,31 @@ reads the points' summaries from it instead of running them.
 			if err != nil {
 				return err
 			}
-			out := paretoResult{Grid: args[0], Name: cmp.Or(g.Name, args[0]), Y: yAxis}
-			for _, p := range points {
+			if jobs < 0 {
+				return &usageError{fmt.Errorf("--jobs %d: allowed: 0 (one per CPU) or more", jobs)}
+			}
+			out := paretoResult{Grid: args[0], Name: cmp.Or(g.Name, args[0]), Y: yAxis, Points: make([]paretoPoint, len(points))}
+			var mu sync.Mutex
+			err = forEachParallel(len(points), jobs, func(i int) error {
+				p := points[i]
 				pp, err := runParetoPoint(g, p)
 				if err != nil {
 					return err
 				}
+				out.Points[i] = pp
 				if !quiet(cmd) {
 					what := fmt.Sprintf("%.1f tok/s/user, %.1f tok/s/GPU", pp.Interactivity, pp.TputPerGPU)
 					if pp.Status != statusOK {
-						what = "infeasible"
+						what = pp.Status
 					}
+					mu.Lock()
 					fmt.Fprintf(stderr, "blis plan pareto: point %d of %d: %s %s: %s\n", p.Index+1, len(points), pp.Config, pp.Load, what)
+					mu.Unlock()
 				}
-				out.Points = append(out.Points, pp)
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			return finishPareto(stdout, out, asJSON, htmlFile, svgFile, pngFile)
 		},
@@ -133,6 +145,7 @@ reads the points' summaries from it instead of running them.
 	fs.BoolVar(&asJSON, "json", false, "print the points as JSON instead of a table")
 	fs.IntVar(&maxPoints, "max-points", grid.DefaultMaxPoints, "refuse a grid with more points than this unless --force")
 	fs.BoolVar(&force, "force", false, "run a grid over --max-points")
+	fs.IntVar(&jobs, "jobs", 0, "points simulated at once (0: one per CPU)")
 	return cmd
 }
 

@@ -399,3 +399,13 @@ func TestPlanningDocIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// --jobs changes nothing but the time.
+func TestPlanJobsGiveTheSameOutput(t *testing.T) {
+	args := []string{"plan", "pareto", "-q", "../../examples/plan/llama-3.1-70b-pareto.yaml"}
+	_, one, _ := runCLI(t, append(slices.Clone(args), "--jobs", "1")...)
+	_, four, _ := runCLI(t, append(slices.Clone(args), "--jobs", "4")...)
+	if one == "" || one != four {
+		t.Fatalf("--jobs 1:\n%s\n--jobs 4:\n%s", one, four)
+	}
+}
