@@ -181,6 +181,7 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, []catalog.MoEGrid, error) {
 			kernelScope(d.marlin, kdesc, approx),
 			fmt.Sprintf("tokens %g..%g, moe_tp %g..%g, moe_ep %g..%g over %d distinct (hidden, inter, topk, experts)", minOf(T, rows), maxOf(T, rows), minOf(TP, rows), maxOf(TP, rows), minOf(EP, rows), maxOf(EP, rows), shapes),
 			heldRule("(hidden_size, inter_size, topk, num_experts)")+"; fewer than 5 shapes: nothing held out",
+			moeProvisional(d.name),
 		)
 		law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 		laws[ji] = &law
@@ -199,6 +200,20 @@ func (cf *chipFit) fitMoE() ([]catalog.MoELaw, []catalog.MoEGrid, error) {
 		}
 	}
 	return out, gout, nil
+}
+
+// moeProvisional says where a MoE law is extrapolated or its rows miss a
+// cost a served model pays, with the prepared GPU script that measures it
+// (tools/gpu; docs/accuracy.md's regime sections give the evidence).
+func moeProvisional(dtype string) string {
+	note := "provisional at decode: the rows reuse one layer's weights with the routing precomputed, so a served model's cold per-layer weights and vLLM's router kernel are not in them (tools/gpu/moe_decode_inmodel.py times both)"
+	switch dtype {
+	case "w4a16_mxfp4", "w4a16_mxfp4_marlin", "w4a8_mxfp4_mxfp8":
+		note += "; provisional for gpt-oss: vLLM's Mxfp4MoEMethod pads its experts (hidden and intermediate 2880 to 3072) and the kernels InferenceX ran it on (Marlin under VLLM_MXFP4_USE_MARLIN=1, TRT-LLM MXFP4 x MXFP8) are not timed at its shape (tools/gpu/moe_prefill_shapes.py)"
+	case "int4_wo":
+		note += "; FlashInfer's INT4 MoE kernel (VLLM_USE_FLASHINFER_MOE_INT4) is not timed and is priced with this Marlin law"
+	}
+	return note
 }
 
 // kernelScope says which kernels' rows a MoE law was fitted on.

@@ -1,16 +1,14 @@
 package report
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"blis/report/browsertest"
 )
 
 // The browser test loads a written page in Debian's Chromium, headless,
@@ -19,77 +17,6 @@ import (
 // one marker per drawable point, the tooltip of a hovered marker, a legend
 // click hiding its series, the log toggle changing the ticks, a header
 // click sorting the table, and one table row per point.
-
-const chromiumPath = "/usr/bin/chromium"
-
-// browser starts a fresh headless Chromium (its own profile in a temp
-// dir; no network: the background-networking flags keep it from dialling
-// out, which this sandbox refuses) and returns a tab's context. It skips
-// the test when Chromium is not installed, unless BLIS_BROWSER_TESTS=1.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("BLIS_BROWSER_TESTS") == "1" {
-			t.Fatalf("BLIS_BROWSER_TESTS=1 but %s is missing (apt-get install -y --no-install-recommends chromium)", chromiumPath)
-		}
-		t.Skipf("%s not installed; set BLIS_BROWSER_TESTS=1 to make this a failure", chromiumPath)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")),
-		chromedp.WindowSize(1200, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	// The first Run starts the browser and must not carry a deadline
-	// (chromedp ties the browser's life to it); a watchdog bounds the test.
-	watchdog := time.AfterFunc(2*time.Minute, cancelC)
-	t.Cleanup(func() { watchdog.Stop(); cancelC(); cancelA() })
-	return ctx
-}
-
-// chartView is what the page shows for one chart.
-type chartView struct {
-	ID     string
-	Series []struct {
-		Name    string
-		Markers int
-		Lines   int
-		Hidden  bool
-	}
-	XTicks, YTicks []string
-	XLabel         string
-	Rows           int
-}
-
-const viewJS = `Array.from(document.querySelectorAll(".chart-body")).map(b => ({
-  ID: b.dataset.chart,
-  Series: Array.from(b.querySelectorAll("g.series")).map(g => ({
-    Name: g.dataset.name, Markers: g.querySelectorAll("circle.marker").length,
-    Lines: g.querySelectorAll("path.line").length, Hidden: getComputedStyle(g).display === "none"})),
-  XTicks: Array.from(b.querySelectorAll("text.xtick")).map(t => t.textContent),
-  YTicks: Array.from(b.querySelectorAll("text.ytick")).map(t => t.textContent),
-  XLabel: b.querySelector("text.xlabel").textContent,
-  Rows: b.closest("figure").querySelectorAll("table.data tbody tr").length,
-}))`
-
-func views(t *testing.T, ctx context.Context) map[string]chartView {
-	t.Helper()
-	vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]chartView](viewJS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]chartView{}
-	for _, v := range vs {
-		out[v.ID] = v
-	}
-	return out
-}
 
 // wantTicks: the ticks the Go writers draw for c's visible series at the
 // given scales; the page's script must agree.
@@ -119,26 +46,13 @@ func wantTicks(c *Chart, logX, logY bool, hidden map[int]bool) (xt, yt []string)
 
 func TestBrowser(t *testing.T) {
 	start := time.Now()
-	ctx := browser(t)
+	ctx := browsertest.Start(t)
 	doc := sampleDoc()
-	path := filepath.Join(t.TempDir(), "report.html")
-	if err := os.WriteFile(path, writeHTML(t, doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate("file://"+path),
-		chromedp.WaitReady(chromedp.CSS(`html[data-report="ready"]`)),
-	); err != nil {
-		t.Fatalf("page did not finish drawing: %v", err)
-	}
-	// Errors thrown later, in event handlers, are collected and checked last.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__errs = []; window.addEventListener("error", e => __errs.push(String(e.message))); true`)); err != nil {
-		t.Fatal(err)
-	}
+	browsertest.Load(t, ctx, writeHTML(t, doc))
 	ids := chartIDs(doc)
 
 	t.Run("charts drawn", func(t *testing.T) {
-		vs := views(t, ctx)
+		vs := browsertest.Charts(t, ctx)
 		for si, s := range doc.Sections {
 			for ci := range s.Charts {
 				c := &s.Charts[ci]
@@ -179,22 +93,9 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("hover shows the point's info", func(t *testing.T) {
-		sel := `.chart-body[data-chart="pareto"] g.series[data-series="1"] circle.marker:nth-of-type(4)`
-		pos, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`(() => {
-			const m = document.querySelector(%q); m.scrollIntoView({block: "center"});
-			const r = m.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`, sel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := chromedp.Do(ctx, chromedp.MouseEvent("mouseMoved", pos[0], pos[1])); err != nil {
-			t.Fatal(err)
-		}
-		tip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const t = document.querySelector('.chart-body[data-chart="pareto"] .tooltip'); return t.hidden ? "(hidden)" : t.innerText; })()`))
-		if err != nil {
-			t.Fatal(err)
-		}
+		tip := browsertest.Hover(t, ctx, `.chart-body[data-chart="pareto"] g.series[data-series="1"] circle.marker:nth-of-type(4)`)
 		p := doc.Sections[0].Charts[0].Series[1].Points[3]
-		want := []string{"H200 TP2 — " + p.Label, "tokens/s per GPU"}
+		want := []string{"H200 TP2 — " + p.Label, "tokens/s per user\t" + num(p.X), "tokens/s per GPU\t" + num(p.Y)}
 		for _, kv := range append(p.Info, doc.Sections[0].Charts[0].Common...) {
 			want = append(want, kv.Key+"\t"+kv.Value)
 		}
@@ -202,6 +103,22 @@ func TestBrowser(t *testing.T) {
 			if !strings.Contains(tip, w) {
 				t.Errorf("tooltip %q lacks %q", tip, w)
 			}
+		}
+		// The rightmost marker's tooltip opens leftwards, inside the chart.
+		inside, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+			const m = document.querySelector('.chart-body[data-chart="pareto"] g.series[data-series="1"] circle.marker');
+			const r = m.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.MouseEvent("mouseMoved", inside[0], inside[1])); err != nil {
+			t.Fatal(err)
+		}
+		edges, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+			const b = document.querySelector('.chart-body[data-chart="pareto"]'), t = b.querySelector(".tooltip");
+			return [t.hidden ? 1 : 0, t.getBoundingClientRect().right, b.getBoundingClientRect().right]; })()`))
+		if err != nil || edges[0] != 0 || edges[1] > edges[2] {
+			t.Errorf("rightmost marker's tooltip: hidden %v, right edge %v beyond the chart's %v (err %v)", edges[0], edges[1], edges[2], err)
 		}
 		if err := chromedp.Do(ctx, chromedp.MouseEvent("mouseMoved", 5, 5)); err != nil {
 			t.Fatal(err)
@@ -217,7 +134,7 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(btn)); err != nil {
 			t.Fatal(err)
 		}
-		v := views(t, ctx)["pareto"]
+		v := browsertest.Charts(t, ctx)["pareto"]
 		if !v.Series[0].Hidden || v.Series[1].Hidden || v.Series[2].Hidden {
 			t.Errorf("after a click on the first legend entry: %+v, want only series 0 hidden", v.Series)
 		}
@@ -228,18 +145,18 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(btn)); err != nil {
 			t.Fatal(err)
 		}
-		if v := views(t, ctx)["pareto"]; v.Series[0].Hidden {
+		if v := browsertest.Charts(t, ctx)["pareto"]; v.Series[0].Hidden {
 			t.Error("a second click did not show the series again")
 		}
 	})
 
 	t.Run("log toggle", func(t *testing.T) {
 		c := &doc.Sections[0].Charts[0]
-		before := views(t, ctx)["pareto"]
+		before := browsertest.Charts(t, ctx)["pareto"]
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.chart-body[data-chart="pareto"] input.logx`))); err != nil {
 			t.Fatal(err)
 		}
-		after := views(t, ctx)["pareto"]
+		after := browsertest.Charts(t, ctx)["pareto"]
 		xt, _ := wantTicks(c, true, false, nil)
 		if slices.Equal(after.XTicks, before.XTicks) || !slices.Equal(after.XTicks, xt) {
 			t.Errorf("x ticks after log toggle = %q (before %q), want %q", after.XTicks, before.XTicks, xt)
@@ -251,7 +168,7 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.chart-body[data-chart="chart-2-1"] input.logy`))); err != nil {
 			t.Fatal(err)
 		}
-		v := views(t, ctx)["chart-2-1"]
+		v := browsertest.Charts(t, ctx)["chart-2-1"]
 		_, yt := wantTicks(&doc.Sections[1].Charts[0], true, false, nil)
 		if !slices.Equal(v.YTicks, yt) {
 			t.Errorf("y ticks after toggling log off = %q, want %q", v.YTicks, yt)
@@ -273,28 +190,21 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`__errs`))
-	if err != nil || len(errs) > 0 {
-		t.Errorf("page script errors: %q (%v)", errs, err)
+	if errs := browsertest.Errors(t, ctx); len(errs) > 0 {
+		t.Errorf("page script errors: %q", errs)
 	}
 
 	t.Run("sweep-sized page", func(t *testing.T) {
-		big := sweepDoc(2000)
-		path := filepath.Join(t.TempDir(), "sweep.html")
-		if err := os.WriteFile(path, writeHTML(t, big), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		page := writeHTML(t, sweepDoc(2000))
 		load := time.Now()
-		if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady(chromedp.CSS(`html[data-report="ready"]`))); err != nil {
-			t.Fatal(err)
-		}
+		browsertest.Load(t, ctx, page)
 		took := time.Since(load)
 		script, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.measure("draw", "blis-report-start", "blis-report-drawn").duration`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("2,000-point page loaded and drawn in %.2f s (its script: %.0f ms)", took.Seconds(), script)
-		v := views(t, ctx)["sweep"]
+		v := browsertest.Charts(t, ctx)["sweep"]
 		markers := 0
 		for _, s := range v.Series {
 			markers += s.Markers

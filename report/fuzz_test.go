@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzWriters feeds arbitrary labels and values (NaN, ±Inf, huge, tiny,
-// negative on a log axis) to every writer: none may fail or panic, the
+// negative on a log axis) to the HTML and SVG writers (TestPNGExtremes
+// gives PNG the same kinds of values; it is too slow to fuzz): none may fail or panic, the
 // page must keep exactly its two script elements and one table row per
 // point, the page data must hold exactly the drawable points, and the SVG
 // must stay well-formed XML.
@@ -48,9 +49,25 @@ func FuzzWriters(f *testing.F) {
 		if m := badCoord.Find(bytes.ReplaceAll(svg, []byte(text(label)), nil)); m != nil {
 			t.Errorf("SVG has a coordinate %q", m)
 		}
-		var b bytes.Buffer
-		if err := PNG(&b, &c); err != nil {
-			t.Fatal(err)
-		}
 	})
+}
+
+// TestPNGExtremes: PNG draws charts of extreme and undrawable values
+// without failing or panicking.
+func TestPNGExtremes(t *testing.T) {
+	vals := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e308, -1e308, 5e-324, 0, -1, 1}
+	for _, log := range []bool{false, true} {
+		for i, x := range vals {
+			y := vals[(i+3)%len(vals)]
+			z := vals[(i+5)%len(vals)]
+			c := Chart{Title: "extreme", LogX: log, LogY: !log, Series: []Series{
+				{Name: "a", Points: []Point{{X: x, Y: y}, {X: y, Y: z}, {X: z, Y: x}}},
+				{Name: "b", Style: Frontier, Points: []Point{{X: x, Y: x}}},
+			}}
+			var b bytes.Buffer
+			if err := PNG(&b, &c); err != nil {
+				t.Errorf("x %v y %v z %v log %v: %v", x, y, z, log, err)
+			}
+		}
+	}
 }

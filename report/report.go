@@ -140,7 +140,9 @@ func (p Point) skipReason() string {
 }
 
 // num formats a value for tables and tooltips: six significant digits,
-// enough to read and to sort by (the page's data keeps every bit).
+// enough to read and to sort by (the page's data keeps every bit), written
+// as JavaScript writes the same number (String(+v.toPrecision(6))) from
+// 1e-6 to 1e21, so a table and a hover agree.
 func num(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -150,7 +152,11 @@ func num(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Inf"
 	}
-	return strconv.FormatFloat(f, 'g', 6, 64)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 6, 64), 64)
+	if a := math.Abs(r); a == 0 || a >= 1e-6 && a < 1e21 {
+		return strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
 }
 
 // chartIDs gives every chart of the document a unique, HTML-safe id: its

@@ -331,3 +331,19 @@ func TestSeriesColor(t *testing.T) {
 		}
 	}
 }
+
+func TestNum(t *testing.T) {
+	tests := []struct {
+		f    float64
+		want string
+	}{
+		{0, "0"}, {1, "1"}, {-2.5, "-2.5"}, {106.66666666666667, "106.667"}, {1234567, "1234570"},
+		{0.000123456789, "0.000123457"}, {1e20, "100000000000000000000"}, {1e21, "1e+21"}, {1e-7, "1e-07"},
+		{math.NaN(), "NaN"}, {math.Inf(1), "+Inf"}, {math.Inf(-1), "-Inf"},
+	}
+	for _, tc := range tests {
+		if got := num(tc.f); got != tc.want {
+			t.Errorf("num(%v) = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}

@@ -27,7 +27,8 @@
     if (a >= 1e6 || a < 1e-3) return v.toExponential(1).replace("e+", "e");
     return String(+v.toPrecision(6));
   }
-  // Values in the tooltip: six significant digits, as the tables.
+  // Values in the tooltip: six significant digits, as the tables (num in
+  // report.go).
   function valText(v) { return String(+v.toPrecision(6)); }
   // Axis arithmetic as the Go writers' (axes.go): the same ranges and ticks.
   function linTicks(lo, hi) {
@@ -179,9 +180,12 @@
       htmlEl("td", "", tr, r[1]);
     });
     var box = this.body.getBoundingClientRect();
-    tt.style.left = (ev.clientX - box.left + 12) + "px";
-    tt.style.top = (ev.clientY - box.top + 12) + "px";
     tt.hidden = false;
+    // Right of the pointer, or left of it where the tooltip would leave the chart.
+    var left = ev.clientX - box.left + 12;
+    if (left + tt.offsetWidth > box.width) left = Math.max(0, ev.clientX - box.left - 12 - tt.offsetWidth);
+    tt.style.left = left + "px";
+    tt.style.top = (ev.clientY - box.top + 12) + "px";
   };
 
   // Tables sort by a column on a click of its header: numerically when

@@ -22,11 +22,13 @@ as vllm/v1/attention/backends/flash_attn.py builds it.
 Output (in --out): generation_attention_perf.csv with the same columns as
 the data/ops table (latency in ms; kernel_source vllm_flash_attn_fa3), and
 mixed_attention_perf.csv (decode_batch, decode_ctx, prefill_tokens,
-prefill_cached, latency). Convert the first to parquet beside the table
+prefill_cached, latency of the one call, decode_latency and prefill_latency
+of the same rows as two calls: what a one-call pricing of mixed steps must
+reproduce, docs/accuracy.md). Convert the first to parquet beside the table
 (pandas.read_csv(...).to_parquet(...)) to fit it with `blis calibrate ops`.
 
 Needs: one Hopper GPU, torch and vllm (with vllm.vllm_flash_attn) installed.
-Run: python3 tools/gpu/attn_decode_mha.py --out /tmp/attn_mha   (about 5 min)
+Run: python3 tools/gpu/attn_decode_mha.py --out /tmp/attn_mha   (about 6 min)
 """
 import argparse
 import csv
@@ -126,8 +128,13 @@ def main():
                         torch.cuda.empty_cache()
     with open(os.path.join(a.out, "mixed_attention_perf.csv"), "w", newline="") as f:
         w = csv.writer(f)
+        # latency: the one varlen call vLLM's FlashAttentionImpl makes;
+        # decode_latency and prefill_latency: the same rows as two separate
+        # calls (how BLIS prices a mixed step: decode law + prefill law), so
+        # what one call saves is measured on the same GPU in the same run.
         w.writerow(["device", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype",
-                    "decode_batch", "decode_ctx", "prefill_tokens", "prefill_cached", "latency"])
+                    "decode_batch", "decode_ctx", "prefill_tokens", "prefill_cached", "latency",
+                    "decode_latency", "prefill_latency"])
         for h, kvh, d in [(32, 32, 128), (32, 4, 128), (32, 8, 128)]:
             for b in MIXED_BATCHES:
                 for ctx in [1024, 2048, 4096]:
@@ -135,7 +142,10 @@ def main():
                         chunk = 2048 - b
                         fn = make_call([1] * b + [chunk], [ctx] * b + [cached + chunk], h, kvh, d, "bfloat16")
                         ms = graph_ms(fn, a.warmup, a.iters)
-                        w.writerow([device, h, kvh, d, "bfloat16", b, ctx, chunk, cached, f"{ms:.6f}"])
+                        dec_ms = graph_ms(make_call([1] * b, [ctx] * b, h, kvh, d, "bfloat16"), a.warmup, a.iters)
+                        pre_ms = graph_ms(make_call([chunk], [cached + chunk], h, kvh, d, "bfloat16"), a.warmup, a.iters)
+                        w.writerow([device, h, kvh, d, "bfloat16", b, ctx, chunk, cached, f"{ms:.6f}",
+                                    f"{dec_ms:.6f}", f"{pre_ms:.6f}"])
                         f.flush()
                         torch.cuda.empty_cache()
 
