@@ -225,7 +225,8 @@ func (r *reporter) point(p grid.Point, out Outcome) {
 
 func (r *reporter) line(done int, now time.Time) string {
 	el := now.Sub(r.start)
-	s := fmt.Sprintf("blis sweep: %d/%d points (%.0f%%), %d infeasible, elapsed %s", done, r.total, 100*float64(done)/float64(max(r.total, 1)), r.infeasible, el.Round(time.Second))
+	// The share rounds down: 100 % only when every point is done.
+	s := fmt.Sprintf("blis sweep: %d/%d points (%d%%), %d infeasible, elapsed %s", done, r.total, 100*done/max(r.total, 1), r.infeasible, el.Round(time.Second))
 	if r.ran > 0 && done < r.total {
 		eta := time.Duration(float64(el) * float64(r.total-done) / float64(r.ran))
 		s += ", ETA " + eta.Round(time.Second).String()

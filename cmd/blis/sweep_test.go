@@ -357,3 +357,23 @@ func TestSweepExport(t *testing.T) {
 		}
 	}
 }
+
+// A point whose run served nothing (every request timed out) is stored as
+// unserved with the reason, not fatal.
+func TestSweepUnserved(t *testing.T) {
+	dir := t.TempDir()
+	g := writeGrid(t, dir, "name: u\nbase: {model: llama-3.1-8b, hardware: h100, num-prompts: 10}\naxes:\n  request-timeout-seconds: [0.001, 0]\n")
+	sdir := filepath.Join(dir, "u")
+	sweepMust(t, "sweep", g, "--out", sdir, "-q")
+	tab, err := store.Load(sdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, reason := tab.Col("status"), tab.Col("reason")
+	if len(tab.Rows) != 2 || tab.Rows[0][st] != store.StatusUnserved || !strings.Contains(tab.Rows[0][reason].(string), "no request succeeded") || tab.Rows[1][st] != store.StatusOK {
+		t.Errorf("rows: %v", tab.Rows)
+	}
+	if tab.Rows[0][tab.Col("result")] != nil {
+		t.Error("an unserved point has a result file")
+	}
+}

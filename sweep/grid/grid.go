@@ -285,9 +285,6 @@ func (p *parser) parse(data []byte) error {
 	if _, ok := p.axisLine["seed"]; ok {
 		p.g.SetsSeed = true
 	}
-	// The base alone must be a valid scenario file (its keys' values are
-	// checked one by one above; this catches nothing new but costs
-	// nothing and guards the point files' form).
 	return nil
 }
 
@@ -330,7 +327,8 @@ func (p *parser) key(k *yaml.Node) (string, error) {
 }
 
 // check applies one value to a fresh scenario with the setting's own parser
-// and returns its canonical text.
+// (the same check, and message, as blis run's) and returns its canonical
+// text.
 func (p *parser) check(key string, v *yaml.Node) (string, error) {
 	return canonical(p.file, key, v)
 }
@@ -733,7 +731,8 @@ func (g *Grid) CheckSize(maxPoints int, force bool) error {
 
 // Expand lists the grid's points in their stable order: the cartesian
 // product with the first axis slowest and the load axis fastest, excluded
-// points dropped, then numbered. Call CheckSize first.
+// points dropped, then numbered. Call CheckSize first. It caches each
+// value's canonical text in g, so one Grid expands on one goroutine at a time.
 func (g *Grid) Expand() ([]Point, error) {
 	var out []Point
 	idx := make([]int, len(g.Axes))
