@@ -365,30 +365,33 @@ func writeParetoCharts(out paretoResult, htmlFile, svgFile, pngFile string) erro
 		}
 		return f.Close()
 	}
-	if err := write(htmlFile, func(w io.Writer) error {
-		tbl := &report.Table{Columns: []string{"config", "load", "GPUs", "median TPOT ms", "tok/s/user", "tok/s/GPU", "frontier"}}
-		for _, p := range out.Points {
-			row := []string{p.Config, p.Load, "-", "-", "-", "-", p.Status + ": " + p.Reason}
-			if p.Status == statusOK {
-				mark := ""
-				if p.Frontier {
-					mark = "*"
-				}
-				row = []string{p.Config, p.Load, fmt.Sprint(p.GPUs), fmt.Sprintf("%.2f", p.MedianTPOTMs), fmt.Sprintf("%.1f", p.Interactivity), fmt.Sprintf("%.1f", paretoY(p, out.Y)), mark}
-			}
-			tbl.Rows = append(tbl.Rows, row)
-		}
-		doc := &report.Document{Title: "blis plan pareto", Subtitle: out.Grid, Sections: []report.Section{{
-			Heading: "Throughput per GPU against interactivity",
-			Text:    "One curve per configuration across the load axis; the frontier joins the points no other point beats on both axes. x = 1000 / median TPOT (InferenceX's median_intvty); y = tokens/s per GPU.",
-			Charts:  []report.Chart{c}, Table: tbl,
-		}}}
-		return report.HTML(w, doc)
-	}); err != nil {
+	if err := write(htmlFile, func(w io.Writer) error { return report.HTML(w, paretoDocument(out, c)) }); err != nil {
 		return err
 	}
 	if err := write(svgFile, func(w io.Writer) error { return report.SVG(w, &c) }); err != nil {
 		return err
 	}
 	return write(pngFile, func(w io.Writer) error { return report.PNG(w, &c) })
+}
+
+// paretoDocument is the --html page: the chart c and the table of every
+// point.
+func paretoDocument(out paretoResult, c report.Chart) *report.Document {
+	tbl := &report.Table{Columns: []string{"config", "load", "GPUs", "median TPOT ms", "tok/s/user", "tok/s/GPU", "frontier"}}
+	for _, p := range out.Points {
+		row := []string{p.Config, p.Load, "-", "-", "-", "-", p.Status + ": " + p.Reason}
+		if p.Status == statusOK {
+			mark := ""
+			if p.Frontier {
+				mark = "*"
+			}
+			row = []string{p.Config, p.Load, fmt.Sprint(p.GPUs), fmt.Sprintf("%.2f", p.MedianTPOTMs), fmt.Sprintf("%.1f", p.Interactivity), fmt.Sprintf("%.1f", paretoY(p, out.Y)), mark}
+		}
+		tbl.Rows = append(tbl.Rows, row)
+	}
+	return &report.Document{Title: "blis plan pareto", Subtitle: out.Grid, Sections: []report.Section{{
+		Heading: "Throughput per GPU against interactivity",
+		Text:    "One curve per configuration across the load axis; the frontier joins the points no other point beats on both axes. x = 1000 / median TPOT (InferenceX's median_intvty); y = tokens/s per GPU.",
+		Charts:  []report.Chart{c}, Table: tbl,
+	}}}
 }
