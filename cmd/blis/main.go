@@ -105,7 +105,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().BoolP("quiet", "q", false, "no progress bar (it is drawn on stderr only when stderr is a terminal)")
-	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout, stderr), newVersionCmd(stdout), newFlagsCmd(stdout), newSpecCmd(stdout), newSweepCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(stdout, stderr), newCatalogCmd(stdout), newValidateCmd(stdout, stderr), newCalibrateCmd(stdout, stderr), newVersionCmd(stdout), newFlagsCmd(stdout), newSpecCmd(stdout), newSweepCmd(stdout, stderr), newPlanCmd(stdout, stderr))
 	return root
 }
 
