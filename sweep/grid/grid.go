@@ -291,7 +291,7 @@ func (p *parser) parse(data []byte) error {
 // checkName accepts names usable as a directory name.
 func checkName(n string) error {
 	if n == "" || n == "." || n == ".." || len(n) > 100 {
-		return errors.New("must be 1 to 100 characters, not . or ..")
+		return errors.New(`must be 1 to 100 characters, and not "." or ".."`)
 	}
 	for _, r := range n {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
