@@ -28,7 +28,7 @@ func applyLayout(s *scenario.Scenario, layout string) error {
 	}
 	for _, kv := range strings.Split(layout, ",") {
 		k, v, ok := strings.Cut(kv, "=")
-		k = strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(k), "--"), "_", "-")
+		k = layoutKey(k)
 		st, known := byName[k]
 		switch {
 		case !ok:
@@ -41,6 +41,20 @@ func applyLayout(s *scenario.Scenario, layout string) error {
 		}
 	}
 	return nil
+}
+
+// layoutKey is a --layout item's key as the settings table names it:
+// "--tensor_parallel_size " is tensor-parallel-size.
+func layoutKey(k string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(k), "--"), "_", "-")
+}
+
+// setsReplicas reports whether a layout names the replicas key.
+func setsReplicas(layout string) bool {
+	return slices.ContainsFunc(strings.Split(layout, ","), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return layoutKey(k) == "replicas"
+	})
 }
 
 type minGPUsRow struct {
@@ -142,8 +156,10 @@ your own copy) or --prices FILE with the same shape:
 				return &usageError{fmt.Errorf("--max-replicas %d: allowed: 0 (each layout as given) to %d", maxReplicas, scenario.MaxReplicas)}
 			}
 			for i := range scens {
-				if maxReplicas > 0 && slices.ContainsFunc(strings.Split(layouts[i], ","), func(kv string) bool { return strings.HasPrefix(strings.TrimSpace(kv), "replicas=") }) {
-					return &usageError{fmt.Errorf("--layout %q sets replicas, which --max-replicas searches: drop one", layouts[i])}
+				// The search sets replicas itself: one set anywhere else (the
+				// layout, the scenario file, --replicas) would be lost.
+				if maxReplicas > 0 && (setsReplicas(layouts[i]) || scens[i].Replicas != 1) {
+					return &usageError{fmt.Errorf("--layout %q sets replicas (%d, by the layout, the scenario or --replicas), which --max-replicas searches: drop one", layouts[i], scens[i].Replicas)}
 				}
 			}
 			if jobs < 0 {
@@ -287,6 +303,9 @@ func gridLayouts(file string, s scenario.Scenario, changed func(string) bool) ([
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(points) == 0 {
+		return nil, nil, &scenario.InputError{File: file, Key: "exclude", Msg: "the exclusions leave no candidate layout; allowed: rules that keep at least one point"}
+	}
 	// Every candidate serves the same requests (the scenario's seed), not
 	// the seed the grid derives per point, unless the grid sets one: a
 	// fair comparison of layouts.
@@ -320,16 +339,12 @@ func runCandidate(s scenario.Scenario, name string, slos []plan.SLO, maxReplicas
 		return pr, name, err
 	}
 	runs := map[int]planRun{}
-	infeasible := ""
 	eval := func(n int) (bool, error) {
 		c := s
 		c.Replicas = n
 		pr, err := runPlanned(c, slos)
 		if err != nil {
 			return false, err
-		}
-		if pr.Infeasible != "" && infeasible == "" {
-			infeasible = pr.Infeasible
 		}
 		runs[n] = pr
 		return pr.Infeasible == "" && pr.Verdict.Pass, nil

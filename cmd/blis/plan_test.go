@@ -189,6 +189,8 @@ func TestPlanInputErrors(t *testing.T) {
 	dir := t.TempDir()
 	badPrices := filepath.Join(dir, "p.yaml")
 	os.WriteFile(badPrices, []byte("usd_per_gpu_hour: {tpu9: 1}\n"), 0o644)
+	noLayouts := filepath.Join(dir, "none.yaml")
+	os.WriteFile(noLayouts, []byte("name: none\naxes: {hardware: [h100]}\nexclude: [{hardware: h100}]\n"), 0o644)
 	mg := []string{"plan", "min-gpus", "--request-rate", "4", "--slo", "ttft:p90<=1s"}
 	for _, tc := range []struct {
 		args []string
@@ -208,6 +210,9 @@ func TestPlanInputErrors(t *testing.T) {
 		{append(slices.Clone(mg), "--layout", "hardware=h100", "--prices", badPrices), `usd_per_gpu_hour.tpu9: unknown chip "tpu9"`},
 		{append(slices.Clone(mg), "--layout", "hardware=h100", "--minimize", "watts"), `--minimize "watts": allowed: gpus, cost`},
 		{slices.Clone(mg), "give the candidate layouts"},
+		{append(slices.Clone(mg), "--layouts", noLayouts), "exclude: the exclusions leave no candidate layout"},
+		{append(slices.Clone(mg), "--max-replicas", "4", "--layout", "hardware=h100, --replicas=2"), "which --max-replicas searches"},
+		{append(slices.Clone(mg), "--max-replicas", "4", "--layout", "hardware=h100", "--replicas", "2"), "which --max-replicas searches"},
 		{[]string{"plan", "pareto", dir}, "not a sweep store"},
 		{[]string{"plan", "pareto", badPrices, "--y", "input"}, `--y "input": allowed: total, output`},
 	} {
