@@ -393,12 +393,14 @@ func checkSearch(sr plan.Search) error {
 	return nil
 }
 
-// forEachParallel calls f(0..n-1) on jobs goroutines (0: one per CPU) and
-// returns the first error by index. Each f writes only its own result
-// slot, so the output is the same whatever the interleaving.
+// forEachParallel calls f(0..n-1) on jobs goroutines (0: GOMAXPROCS, the
+// CPUs this process may use, as blis sweep counts them: in a pod its CPU
+// limit, where runtime.NumCPU would count the node's) and returns the
+// first error by index. Each f writes only its own result slot, so the
+// output is the same whatever the interleaving.
 func forEachParallel(n, jobs int, f func(i int) error) error {
 	if jobs <= 0 {
-		jobs = runtime.NumCPU()
+		jobs = runtime.GOMAXPROCS(0)
 	}
 	jobs = min(jobs, n)
 	errs := make([]error, n)

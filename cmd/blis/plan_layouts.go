@@ -254,7 +254,7 @@ your own copy) or --prices FILE with the same shape:
 	fs := cmd.Flags()
 	fs.StringArrayVar(&layouts, "layout", nil, "a candidate layout: blis run settings as KEY=VALUE,..., e.g. hardware=h100,tensor-parallel-size=4,replicas=2; repeatable")
 	fs.IntVar(&maxReplicas, "max-replicas", 0, "for each layout, find the fewest replicas (1 to this) that meet the SLOs; 0 runs each layout as given")
-	fs.IntVar(&jobs, "jobs", 0, "candidates simulated at once (0: one per CPU)")
+	fs.IntVar(&jobs, "jobs", 0, "candidates simulated at once (0: one per CPU this process may use)")
 	fs.StringVar(&gridFile, "layouts", "", "a sweep grid file whose points are candidate layouts (no load axis)")
 	fs.StringVar(&pricesFile, "prices", "", "price table (YAML usd_per_gpu_hour: {CHIP: USD}) in place of the embedded default")
 	fs.StringVar(&minimize, "minimize", plan.MinimizeGPUs, "what the cheapest layout minimizes: gpus or cost ($/h)")

@@ -145,7 +145,7 @@ reads the points' summaries from it instead of running them.
 	fs.BoolVar(&asJSON, "json", false, "print the points as JSON instead of a table")
 	fs.IntVar(&maxPoints, "max-points", grid.DefaultMaxPoints, "refuse a grid with more points than this unless --force")
 	fs.BoolVar(&force, "force", false, "run a grid over --max-points")
-	fs.IntVar(&jobs, "jobs", 0, "points simulated at once (0: one per CPU)")
+	fs.IntVar(&jobs, "jobs", 0, "points simulated at once (0: one per CPU this process may use)")
 	return cmd
 }
 
