@@ -64,6 +64,10 @@ func (s Search) Run(eval func(load float64) (bool, error)) (Outcome, error) {
 		o.NoneMeets, o.FirstFail = true, s.Lo
 		return o, nil
 	}
+	if s.Lo == s.Max { // the cap is Lo itself: nothing above it to probe
+		o.Best, o.AtCap = s.Lo, true
+		return o, nil
+	}
 	pass, fail := s.Lo, 0.0
 	if s.Hi > s.Lo {
 		hi := math.Min(s.Hi, s.Max)

@@ -122,6 +122,8 @@ func TestSearch(t *testing.T) {
 		{name: "lowest fails", s: Search{Lo: 2, Max: 100, Tolerance: 0.02}, threshold: 1, none: true},
 		{name: "cap passes", s: Search{Lo: 1, Max: 100, Tolerance: 0.02}, threshold: 1000, cap: true, best: 100},
 		{name: "given hi passes", s: Search{Lo: 1, Hi: 50, Max: 100, Tolerance: 0.02}, threshold: 60, cap: true, best: 50},
+		{name: "cap is lo", s: Search{Lo: 4, Max: 4, Tolerance: 0.02, Integer: true}, threshold: 10, cap: true, best: 4},
+		{name: "cap is lo, given hi", s: Search{Lo: 4, Hi: 8, Max: 4, Tolerance: 0.02}, threshold: 10, cap: true, best: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := tc.s.Run(func(x float64) (bool, error) { return x <= tc.threshold, nil })
@@ -130,6 +132,11 @@ func TestSearch(t *testing.T) {
 			}
 			if o.Found != tc.found || o.NoneMeets != tc.none || o.AtCap != tc.cap {
 				t.Fatalf("outcome %+v", o)
+			}
+			for i, x := range o.Probes {
+				if slices.Contains(o.Probes[:i], x) {
+					t.Fatalf("load %g probed twice: %v", x, o.Probes)
+				}
 			}
 			if tc.best != 0 && o.Best != tc.best {
 				t.Fatalf("best %g, want %g (%+v)", o.Best, tc.best, o)
