@@ -144,7 +144,7 @@ your own copy) or --prices FILE with the same shape:
 			if gridFile != "" {
 				fs := cmd.Flags()
 				changed := func(name string) bool { return fs.Changed(name) || fs.Changed("no-"+name) }
-				more, names, err := gridLayouts(gridFile, s, changed)
+				more, names, err := gridLayouts(gridFile, s, slos, changed)
 				if err != nil {
 					return err
 				}
@@ -284,9 +284,10 @@ func loadText(s scenario.Scenario) string {
 
 // gridLayouts expands a sweep grid into candidate scenarios: each point's
 // settings over s, the command line's flags (changed) and the scenario's
-// seed kept. A load axis is
-// refused: min-gpus holds the load fixed.
-func gridLayouts(file string, s scenario.Scenario, changed func(string) bool) ([]scenario.Scenario, []string, error) {
+// seed kept, and the statistics the SLOs name computed (a point sets the
+// store's percentiles, which need not hold them). A load axis is refused:
+// min-gpus holds the load fixed.
+func gridLayouts(file string, s scenario.Scenario, slos []plan.SLO, changed func(string) bool) ([]scenario.Scenario, []string, error) {
 	g, err := grid.ReadFile(file)
 	if err != nil {
 		return nil, nil, err
@@ -317,6 +318,7 @@ func gridLayouts(file string, s scenario.Scenario, changed func(string) bool) ([
 		if err := c.ApplyYAML(fmt.Sprintf("%s point %d", file, p.Index), p.Scenario, keep); err != nil {
 			return nil, nil, err
 		}
+		plan.ApplyNeeds(&c, slos)
 		var kv []string
 		for _, v := range p.Values {
 			kv = append(kv, v.Key+"="+v.Value)

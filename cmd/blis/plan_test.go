@@ -140,6 +140,25 @@ func TestPlanMinGPUs(t *testing.T) {
 	}
 }
 
+// A --layouts grid's points set the store's percentiles (50, 90, 99); the
+// candidates still compute every percentile the SLOs name.
+func TestPlanMinGPUsGridComputesSLOPercentiles(t *testing.T) {
+	g := filepath.Join(t.TempDir(), "layouts.yaml")
+	os.WriteFile(g, []byte("name: l\nbase: {model: qwen2.5-7b}\naxes:\n  hardware: [h100]\n"), 0o644)
+	code, out, errs := runCLI(t, "plan", "min-gpus", "-q", "--num-prompts", "30", "--request-rate", "2", "--json",
+		"--slo", "ttft:p95<=10s", "--slo", "tpot:p99.9<=1s", "--layouts", g)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r minGPUsResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Candidates[0]; c.Result != "pass" || c.SLOValuesMS["p95_ttft_ms"] <= 0 || c.SLOValuesMS["p99.9_tpot_ms"] <= 0 {
+		t.Fatalf("candidate %+v", c)
+	}
+}
+
 // TestPlanPareto runs a small grid: every feasible point's frontier mark
 // agrees with plan.Frontier, and the HTML, SVG and PNG files are written.
 func TestPlanPareto(t *testing.T) {
