@@ -270,9 +270,17 @@ func costText(c *float64) string {
 	return fmt.Sprintf(", $%.2f/h", *c)
 }
 
-// loadText is the target load in vllm bench serve's flags.
+// loadText is the target load in vllm bench serve's flags, or
+// inference-perf's --stages.
 func loadText(s scenario.Scenario) string {
 	var parts []string
+	if len(s.Load.Stages) > 0 {
+		for _, st := range s.Settings() {
+			if st.Name == "stages" {
+				parts = append(parts, "--stages "+st.Value.String())
+			}
+		}
+	}
 	if s.RequestRate <= 1e300 {
 		parts = append(parts, fmt.Sprintf("--request-rate %g", s.RequestRate))
 	}

@@ -159,6 +159,15 @@ func TestPlanMinGPUsGridComputesSLOPercentiles(t *testing.T) {
 	}
 }
 
+// A target load given as --stages is named as such.
+func TestPlanMinGPUsStagesLoad(t *testing.T) {
+	code, out, errs := runCLI(t, "plan", "min-gpus", "-q", "--model", "qwen2.5-7b", "--stages", "[{rate: 2, duration: 3}]",
+		"--slo", "ttft:p90<=10s", "--layout", "hardware=h100")
+	if code != 0 || !strings.HasPrefix(out, "Cheapest layout (by gpus) serving --stages [{rate: 2, duration: 3}] under ") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+}
+
 // TestPlanPareto runs a small grid: every feasible point's frontier mark
 // agrees with plan.Frontier, and the HTML, SVG and PNG files are written.
 func TestPlanPareto(t *testing.T) {
