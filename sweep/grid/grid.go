@@ -54,10 +54,16 @@ type Grid struct {
 	Name string
 	// File is the grid file's path as given (for messages).
 	File string
-	// Text is the grid file's bytes; Hash is their SHA-256 in hex. A resume
-	// or a merge with a different grid is refused on the hash.
+	// Text is the grid file's bytes. Hash is their SHA-256 in hex, and that
+	// of the scenario file too when the grid names one: it identifies what
+	// the grid expands to, and a resume or a merge with a different grid is
+	// refused on it.
 	Text []byte
 	Hash string
+	// ScenarioFile is the `scenario:` value as written ("" when absent);
+	// ScenarioText is that file's bytes.
+	ScenarioFile string
+	ScenarioText []byte
 	// Base is the scenario every point starts from (the scenario file's
 	// keys, then base's), in order; its values are YAML nodes so that
 	// structured settings (stages, pools) pass through as written.
@@ -146,12 +152,20 @@ func ReadFile(path string) (*Grid, error) {
 // Parse parses and validates a grid file's bytes; file names it in errors
 // and is where a `scenario:` path is taken relative to.
 func Parse(file string, data []byte) (*Grid, error) {
-	sum := sha256.Sum256(data)
-	g := &Grid{File: file, Text: slices.Clone(data), Hash: hex.EncodeToString(sum[:])}
+	g := &Grid{File: file, Text: slices.Clone(data)}
 	p := parser{file: file, g: g}
 	if err := p.parse(data); err != nil {
 		return nil, err
 	}
+	h := sha256.New()
+	h.Write(data)
+	if g.ScenarioFile != "" {
+		// The scenario file's keys are every point's base: a change to it
+		// is another grid. A NUL and the name keep the two parts apart.
+		fmt.Fprintf(h, "\x00scenario %s\x00", g.ScenarioFile)
+		h.Write(g.ScenarioText)
+	}
+	g.Hash = hex.EncodeToString(h.Sum(nil))
 	return g, nil
 }
 
@@ -410,6 +424,7 @@ func (p *parser) scenarioFile(v *yaml.Node) error {
 		}
 		return p.errf(v.Line, "scenario", v.Value, "cannot read the scenario file: %s", msg)
 	}
+	p.g.ScenarioFile, p.g.ScenarioText = v.Value, data
 	// Checked as blis run checks it, with its own file and lines.
 	s := scenario.Defaults()
 	if err := s.ApplyYAML(path, data, nil); err != nil {

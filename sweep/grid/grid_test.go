@@ -1,6 +1,8 @@
 package grid
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -191,6 +193,42 @@ func TestScenarioFile(t *testing.T) {
 	}
 	if s.Model != "llama-3.1-8b" || s.NumPrompts != 20 || s.MaxNumSeqs != 8 {
 		t.Errorf("%+v", s)
+	}
+}
+
+// The hash identifies what the grid expands to, so a resume or merge is
+// refused when the scenario file the grid starts from has changed, not
+// only when the grid file has.
+func TestHashCoversScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	grid := filepath.Join(dir, "g.yaml")
+	text := []byte("scenario: s.yaml\naxes: {max-num-seqs: [8]}\n")
+	hash := func(scen string) string {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scen), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Parse(grid, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Hash
+	}
+	a, b := hash("model: llama-3.1-8b\n"), hash("model: llama-3.1-70b\n")
+	if a == b {
+		t.Error("two scenario files, one hash: a resume would mix their points")
+	}
+	if a != hash("model: llama-3.1-8b\n") {
+		t.Error("the hash is not stable")
+	}
+	// A grid without a scenario file keeps the plain hash of its text.
+	g, err := Parse(grid, []byte("axes: {max-num-seqs: [8]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(g.Text)
+	if g.Hash != hex.EncodeToString(sum[:]) {
+		t.Errorf("hash %s, want the SHA-256 of the grid file", g.Hash)
 	}
 }
 
