@@ -593,6 +593,9 @@ func (p *parser) ramp(k, v *yaml.Node) error {
 		if vv.Kind != yaml.ScalarNode {
 			return p.errf(vv.Line, "ramp."+kk.Value, "", "must be a plain value")
 		}
+		if got[kk.Value] {
+			return p.errf(kk.Line, "ramp."+kk.Value, "", "given twice in the ramp")
+		}
 		got[kk.Value] = true
 		switch kk.Value {
 		case "from", "to":

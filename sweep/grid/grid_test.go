@@ -252,6 +252,7 @@ func TestBadGrids(t *testing.T) {
 		{"two loads", "load: {max-concurrency: [1], request-rate: [2]}\n", "exactly one of", 1},
 		{"bad load", "load: {num-prompts: [1]}\n", "not a load axis", 1},
 		{"bad ramp", "load: {ramp: {from: 5, to: 1, steps: 3}}\n", "to (1) must be above from (5)", 1},
+		{"ramp key twice", "load:\n  ramp: {from: 1, to: 4, steps: 3, from: 2}\n", "ramp.from: given twice in the ramp", 2},
 		{"ramp scale", "load: {ramp: {from: 1, to: 2, steps: 3, scale: cubic}}\n", `ramp.scale "cubic": allowed: log, linear`, 1},
 		{"output key", "base: {save-result: true}\n", "save-result: not allowed in a grid", 1},
 		{"exclude non-axis", "axes: {max-num-seqs: [1, 2]}\nexclude:\n  - {block-size: 16}\n", "block-size: not an axis", 3},
