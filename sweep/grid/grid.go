@@ -755,6 +755,18 @@ func (g *Grid) Expand() ([]Point, error) {
 	var out []Point
 	idx := make([]int, len(g.Axes))
 	total := g.Size()
+	// The axis values were made canonical when the grid was parsed: only
+	// the base's and the defaults' are left for point to compute.
+	if g.canon == nil {
+		g.canon = map[*yaml.Node]string{}
+	}
+	for _, a := range g.Axes {
+		for i, vals := range a.Values {
+			for k, v := range vals {
+				g.canon[v] = a.canon[i][k]
+			}
+		}
+	}
 	for n := 0; n < total; n++ {
 		var vals []KV
 		var entries []Entry
@@ -819,9 +831,6 @@ func (g *Grid) point(index int, vals []KV, axisEntries []Entry) (Point, error) {
 	// The ID hashes the settings sorted by key, values canonical, so it
 	// does not depend on the grid's layout.
 	canon := make([]KV, 0, len(entries))
-	if g.canon == nil {
-		g.canon = map[*yaml.Node]string{}
-	}
 	for _, e := range entries {
 		c, ok := g.canon[e.Value]
 		if !ok {
