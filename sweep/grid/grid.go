@@ -505,17 +505,25 @@ func (p *parser) axes(v *yaml.Node) error {
 		return p.errf(v.Line, "axes", "", "must be a mapping of scenario keys to lists of values")
 	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		name, vals, canon, err := p.values(v.Content[i], v.Content[i+1])
-		if err != nil {
+		if err := p.axis(v.Content[i], v.Content[i+1]); err != nil {
 			return err
 		}
-		a := Axis{Keys: []string{name}}
-		for j := range vals {
-			a.Values = append(a.Values, []*yaml.Node{vals[j]})
-			a.canon = append(a.canon, []string{canon[j]})
-		}
-		p.g.Axes = append(p.g.Axes, a)
 	}
+	return nil
+}
+
+// axis reads one key's list of values as an axis of its own.
+func (p *parser) axis(k, v *yaml.Node) error {
+	name, vals, canon, err := p.values(k, v)
+	if err != nil {
+		return err
+	}
+	a := Axis{Keys: []string{name}}
+	for j := range vals {
+		a.Values = append(a.Values, []*yaml.Node{vals[j]})
+		a.canon = append(a.canon, []string{canon[j]})
+	}
+	p.g.Axes = append(p.g.Axes, a)
 	return nil
 }
 
@@ -562,17 +570,7 @@ func (p *parser) load(v *yaml.Node) error {
 	k, val := v.Content[0], v.Content[1]
 	switch strings.ReplaceAll(k.Value, "_", "-") {
 	case "max-concurrency", "request-rate":
-		name, vals, canon, err := p.values(k, val)
-		if err != nil {
-			return err
-		}
-		a := Axis{Keys: []string{name}}
-		for j := range vals {
-			a.Values = append(a.Values, []*yaml.Node{vals[j]})
-			a.canon = append(a.canon, []string{canon[j]})
-		}
-		p.g.Axes = append(p.g.Axes, a)
-		return nil
+		return p.axis(k, val)
 	case "ramp":
 		return p.ramp(k, val)
 	}
