@@ -443,10 +443,12 @@ func (p *plan) args() []string {
 	}
 }
 
-// workers is the pod's CPU limit in whole cores, rounded up. `blis sweep`
-// defaults to one worker per CPU it sees, and in a container that is the
-// node's CPUs, not the limit: each worker holds a simulation, so more
-// workers than cores only add memory and throttling.
+// workers is the pod's CPU limit in whole cores, rounded up: the GOMAXPROCS
+// the container's env sets, which is also `blis sweep`'s default. It is
+// passed as --jobs all the same, so that the command line `kubectl
+// describe` shows says how many points a pod runs at once: each worker
+// holds a simulation, and more workers than cores only add memory and
+// throttling.
 func (p *plan) workers() int {
 	return max(1, int((p.cpu.MilliValue()+999)/1000))
 }

@@ -115,6 +115,12 @@ func Run(st *store.Store, points []grid.Point, run RunFunc, opt Options) (Stats,
 	for range jobs {
 		wg.Go(func() {
 			for p := range feed {
+				// The feeder's select picks at random between a waiting
+				// worker and the cancelled context: a point handed over
+				// after the first error is dropped, not run.
+				if ctx.Err() != nil {
+					continue
+				}
 				out, err := run(p)
 				if err != nil {
 					fail(fmt.Errorf("point %d (%s): %w", p.Index, pointText(p), err))

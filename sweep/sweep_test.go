@@ -96,3 +96,25 @@ func TestRunStopsOnError(t *testing.T) {
 		t.Errorf("%d ran, %d stored: every finished point but the failed one is stored", ran.Load(), len(done))
 	}
 }
+
+// After the first error no worker starts another point: with one worker,
+// the failing point is the only one run. (The feeder's select may still
+// hand a point over once the context is done, so this repeats.)
+func TestRunTakesNoPointAfterError(t *testing.T) {
+	g, pts := points(t, 40)
+	for try := range 20 {
+		st, err := store.Open(filepath.Join(t.TempDir(), "s"), g, len(pts), store.Shard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ran atomic.Int64
+		_, err = Run(st, pts, func(p grid.Point) (Outcome, error) {
+			ran.Add(1)
+			return Outcome{}, errors.New("boom")
+		}, Options{Jobs: 1, Quiet: true})
+		st.Close()
+		if err == nil || ran.Load() != 1 {
+			t.Fatalf("try %d: ran %d points after the first failed (%v)", try, ran.Load(), err)
+		}
+	}
+}

@@ -15,7 +15,8 @@ type simOptions struct {
 	// files (exports, the --save-result JSON).
 	Sinks []metrics.Sink
 	// Detailed keeps every inter-token gap per request (aiperf's and
-	// inference-perf's exports, --save-detailed, a staged run's ITL).
+	// inference-perf's exports, --save-detailed). A staged run keeps them
+	// whatever this says: its per-stage ITL needs every gap.
 	Detailed bool
 	// SpillDir is where the recorder spills its compact per-request
 	// values beyond 4 MiB; "" is the system's temporary directory.
@@ -46,7 +47,7 @@ type simRun struct {
 func simulate(s scenario.Scenario, res *scenario.Resolved, opt simOptions) (simRun, error) {
 	stages := res.Stages()
 	rec, err := metrics.NewRecorder(metrics.RecorderOptions{
-		Percentiles: s.MetricPercentiles, Metrics: commaList(s.PercentileMetrics), Detailed: opt.Detailed,
+		Percentiles: s.MetricPercentiles, Metrics: commaList(s.PercentileMetrics), Detailed: opt.Detailed || len(stages) > 0,
 		// The result files stream through sinks: nothing is kept per
 		// request but the statistics' compact values, on disk beyond 4 MiB.
 		OmitRequests: true, TempDir: opt.SpillDir,

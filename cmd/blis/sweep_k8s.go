@@ -1,24 +1,20 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"blis/k8sjob"
-	"blis/scenario"
 	sweepgrid "blis/sweep/grid"
 )
 
 // newSweepK8sCmd is `blis sweep k8s GRID.yaml`: it prints the manifests that
 // run the grid as a Kubernetes Indexed Job, one shard per pod, for
-// `kubectl apply -f -`. It reads the grid only to embed it and take its
-// name; the pods' `blis sweep` validates it.
+// `kubectl apply -f -`. It checks the grid as `blis sweep` does, then
+// embeds it (and its scenario file) and takes its name.
 func newSweepK8sCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		opt     k8sjob.Options
@@ -45,27 +41,18 @@ stores; merge them with blis sweep merge.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return &scenario.InputError{File: file, Msg: "cannot read the grid: " + errors.Unwrap(err).Error()}
-			}
 			// The whole grid is checked here, as blis sweep checks it, so
-			// that a bad key fails now rather than in every pod.
-			if _, err := sweepgrid.Parse(file, data); err != nil {
-				return err
-			}
-			grid, err := k8sjob.ParseGrid(file, data)
+			// that a bad key fails now rather than in every pod; its
+			// scenario file, read beside it, goes into the ConfigMap.
+			g, err := sweepgrid.ReadFile(file)
 			if err != nil {
 				return err
 			}
-			opt.GridFile, opt.Grid = file, data
-			if grid.Scenario != "" && filepath.Base(grid.Scenario) == grid.Scenario {
-				// Beside the grid, where blis sweep looks for it, and
-				// where the pods will find it in the ConfigMap.
-				if opt.Scenario, err = os.ReadFile(filepath.Join(filepath.Dir(file), grid.Scenario)); err != nil {
-					return &scenario.InputError{File: file, Key: "scenario", Value: grid.Scenario, Msg: "cannot read it: " + errors.Unwrap(err).Error()}
-				}
+			grid, err := k8sjob.ParseGrid(file, g.Text)
+			if err != nil {
+				return err
 			}
+			opt.GridFile, opt.Grid, opt.Scenario = file, g.Text, g.ScenarioText
 			if ttl < 0 {
 				return &usageError{fmt.Errorf("--ttl %s: allowed: 0 or more (how long a finished Job and its pods are kept)", ttl)}
 			}

@@ -54,10 +54,16 @@ type Grid struct {
 	Name string
 	// File is the grid file's path as given (for messages).
 	File string
-	// Text is the grid file's bytes; Hash is their SHA-256 in hex. A resume
-	// or a merge with a different grid is refused on the hash.
+	// Text is the grid file's bytes. Hash is their SHA-256 in hex, and that
+	// of the scenario file too when the grid names one: it identifies what
+	// the grid expands to, and a resume or a merge with a different grid is
+	// refused on it.
 	Text []byte
 	Hash string
+	// ScenarioFile is the `scenario:` value as written ("" when absent);
+	// ScenarioText is that file's bytes.
+	ScenarioFile string
+	ScenarioText []byte
 	// Base is the scenario every point starts from (the scenario file's
 	// keys, then base's), in order; its values are YAML nodes so that
 	// structured settings (stages, pools) pass through as written.
@@ -146,12 +152,20 @@ func ReadFile(path string) (*Grid, error) {
 // Parse parses and validates a grid file's bytes; file names it in errors
 // and is where a `scenario:` path is taken relative to.
 func Parse(file string, data []byte) (*Grid, error) {
-	sum := sha256.Sum256(data)
-	g := &Grid{File: file, Text: slices.Clone(data), Hash: hex.EncodeToString(sum[:])}
+	g := &Grid{File: file, Text: slices.Clone(data)}
 	p := parser{file: file, g: g}
 	if err := p.parse(data); err != nil {
 		return nil, err
 	}
+	h := sha256.New()
+	h.Write(data)
+	if g.ScenarioFile != "" {
+		// The scenario file's keys are every point's base: a change to it
+		// is another grid. A NUL and the name keep the two parts apart.
+		fmt.Fprintf(h, "\x00scenario %s\x00", g.ScenarioFile)
+		h.Write(g.ScenarioText)
+	}
+	g.Hash = hex.EncodeToString(h.Sum(nil))
 	return g, nil
 }
 
@@ -410,6 +424,7 @@ func (p *parser) scenarioFile(v *yaml.Node) error {
 		}
 		return p.errf(v.Line, "scenario", v.Value, "cannot read the scenario file: %s", msg)
 	}
+	p.g.ScenarioFile, p.g.ScenarioText = v.Value, data
 	// Checked as blis run checks it, with its own file and lines.
 	s := scenario.Defaults()
 	if err := s.ApplyYAML(path, data, nil); err != nil {
@@ -490,17 +505,25 @@ func (p *parser) axes(v *yaml.Node) error {
 		return p.errf(v.Line, "axes", "", "must be a mapping of scenario keys to lists of values")
 	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		name, vals, canon, err := p.values(v.Content[i], v.Content[i+1])
-		if err != nil {
+		if err := p.axis(v.Content[i], v.Content[i+1]); err != nil {
 			return err
 		}
-		a := Axis{Keys: []string{name}}
-		for j := range vals {
-			a.Values = append(a.Values, []*yaml.Node{vals[j]})
-			a.canon = append(a.canon, []string{canon[j]})
-		}
-		p.g.Axes = append(p.g.Axes, a)
 	}
+	return nil
+}
+
+// axis reads one key's list of values as an axis of its own.
+func (p *parser) axis(k, v *yaml.Node) error {
+	name, vals, canon, err := p.values(k, v)
+	if err != nil {
+		return err
+	}
+	a := Axis{Keys: []string{name}}
+	for j := range vals {
+		a.Values = append(a.Values, []*yaml.Node{vals[j]})
+		a.canon = append(a.canon, []string{canon[j]})
+	}
+	p.g.Axes = append(p.g.Axes, a)
 	return nil
 }
 
@@ -547,17 +570,7 @@ func (p *parser) load(v *yaml.Node) error {
 	k, val := v.Content[0], v.Content[1]
 	switch strings.ReplaceAll(k.Value, "_", "-") {
 	case "max-concurrency", "request-rate":
-		name, vals, canon, err := p.values(k, val)
-		if err != nil {
-			return err
-		}
-		a := Axis{Keys: []string{name}}
-		for j := range vals {
-			a.Values = append(a.Values, []*yaml.Node{vals[j]})
-			a.canon = append(a.canon, []string{canon[j]})
-		}
-		p.g.Axes = append(p.g.Axes, a)
-		return nil
+		return p.axis(k, val)
 	case "ramp":
 		return p.ramp(k, val)
 	}
@@ -577,6 +590,9 @@ func (p *parser) ramp(k, v *yaml.Node) error {
 		kk, vv := v.Content[i], v.Content[i+1]
 		if vv.Kind != yaml.ScalarNode {
 			return p.errf(vv.Line, "ramp."+kk.Value, "", "must be a plain value")
+		}
+		if got[kk.Value] {
+			return p.errf(kk.Line, "ramp."+kk.Value, "", "given twice in the ramp")
 		}
 		got[kk.Value] = true
 		switch kk.Value {
@@ -737,6 +753,18 @@ func (g *Grid) Expand() ([]Point, error) {
 	var out []Point
 	idx := make([]int, len(g.Axes))
 	total := g.Size()
+	// The axis values were made canonical when the grid was parsed: only
+	// the base's and the defaults' are left for point to compute.
+	if g.canon == nil {
+		g.canon = map[*yaml.Node]string{}
+	}
+	for _, a := range g.Axes {
+		for i, vals := range a.Values {
+			for k, v := range vals {
+				g.canon[v] = a.canon[i][k]
+			}
+		}
+	}
 	for n := 0; n < total; n++ {
 		var vals []KV
 		var entries []Entry
@@ -801,9 +829,6 @@ func (g *Grid) point(index int, vals []KV, axisEntries []Entry) (Point, error) {
 	// The ID hashes the settings sorted by key, values canonical, so it
 	// does not depend on the grid's layout.
 	canon := make([]KV, 0, len(entries))
-	if g.canon == nil {
-		g.canon = map[*yaml.Node]string{}
-	}
 	for _, e := range entries {
 		c, ok := g.canon[e.Value]
 		if !ok {

@@ -1,6 +1,8 @@
 package grid
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -194,6 +196,42 @@ func TestScenarioFile(t *testing.T) {
 	}
 }
 
+// The hash identifies what the grid expands to, so a resume or merge is
+// refused when the scenario file the grid starts from has changed, not
+// only when the grid file has.
+func TestHashCoversScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	grid := filepath.Join(dir, "g.yaml")
+	text := []byte("scenario: s.yaml\naxes: {max-num-seqs: [8]}\n")
+	hash := func(scen string) string {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scen), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Parse(grid, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Hash
+	}
+	a, b := hash("model: llama-3.1-8b\n"), hash("model: llama-3.1-70b\n")
+	if a == b {
+		t.Error("two scenario files, one hash: a resume would mix their points")
+	}
+	if a != hash("model: llama-3.1-8b\n") {
+		t.Error("the hash is not stable")
+	}
+	// A grid without a scenario file keeps the plain hash of its text.
+	g, err := Parse(grid, []byte("axes: {max-num-seqs: [8]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(g.Text)
+	if g.Hash != hex.EncodeToString(sum[:]) {
+		t.Errorf("hash %s, want the SHA-256 of the grid file", g.Hash)
+	}
+}
+
 func TestBadGrids(t *testing.T) {
 	for _, tc := range []struct {
 		name, grid string
@@ -214,6 +252,7 @@ func TestBadGrids(t *testing.T) {
 		{"two loads", "load: {max-concurrency: [1], request-rate: [2]}\n", "exactly one of", 1},
 		{"bad load", "load: {num-prompts: [1]}\n", "not a load axis", 1},
 		{"bad ramp", "load: {ramp: {from: 5, to: 1, steps: 3}}\n", "to (1) must be above from (5)", 1},
+		{"ramp key twice", "load:\n  ramp: {from: 1, to: 4, steps: 3, from: 2}\n", "ramp.from: given twice in the ramp", 2},
 		{"ramp scale", "load: {ramp: {from: 1, to: 2, steps: 3, scale: cubic}}\n", `ramp.scale "cubic": allowed: log, linear`, 1},
 		{"output key", "base: {save-result: true}\n", "save-result: not allowed in a grid", 1},
 		{"exclude non-axis", "axes: {max-num-seqs: [1, 2]}\nexclude:\n  - {block-size: 16}\n", "block-size: not an axis", 3},

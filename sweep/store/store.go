@@ -145,12 +145,18 @@ func Open(dir string, g *grid.Grid, total int, shard Shard) (*Store, error) {
 	}
 	path := filepath.Join(dir, DBName)
 	cleanLeftovers(dir)
-	_, statErr := os.Stat(path)
-	fresh := errors.Is(statErr, os.ErrNotExist)
 	db, err := openDB(path)
 	if err != nil {
 		return nil, err
 	}
+	// A database without tables is new, or was left by a kill before its
+	// tables were committed: either way the store starts afresh.
+	var tables int64
+	if err := db.QueryRow("SELECT COUNT(*) FROM sqlite_master").Scan(&tables); err != nil {
+		db.Close()
+		return nil, &scenario.InputError{Key: "--out", Value: dir, Msg: fmt.Sprintf("%s is not a sweep store: %v", DBName, err)}
+	}
+	fresh := tables == 0
 	st := &Store{dir: dir, db: db, keys: columnKeys(g)}
 	if fresh {
 		if err := create(db, g, total, shard); err != nil {
@@ -162,7 +168,7 @@ func Open(dir string, g *grid.Grid, total int, shard Shard) (*Store, error) {
 	info, err := readInfo(db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: not a sweep store: %w", path, err)
+		return nil, &scenario.InputError{Key: "--out", Value: dir, Msg: fmt.Sprintf("%s is not a sweep store (%v); give another --out", DBName, err)}
 	}
 	if info.Hash != g.Hash {
 		db.Close()

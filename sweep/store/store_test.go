@@ -159,3 +159,33 @@ func TestShardHas(t *testing.T) {
 		t.Error("the zero shard holds every point")
 	}
 }
+
+// A kill between creating the database file and committing its tables
+// leaves an empty database: the next run starts the store afresh. A
+// database of something else is refused as bad input (--out).
+func TestOpenEmptyOrForeignDatabase(t *testing.T) {
+	g, pts := testGrid(t, gridText)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, DBName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, dir, g, pts, Shard{}, []int{0, 1})
+	if tab, err := Load(dir); err != nil || len(tab.Rows) != 2 {
+		t.Fatalf("after an empty database: %v", err)
+	}
+
+	other := t.TempDir()
+	db, err := openDB(filepath.Join(other, DBName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE t (x)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(other, g, len(pts), Shard{})
+	var ie *scenario.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not a sweep store") {
+		t.Errorf("foreign database: got %v, want an input error", err)
+	}
+}
