@@ -211,7 +211,7 @@ func Build(t *store.Table) (*report.Document, error) {
 
 	return &report.Document{Title: t.Info.Name, Subtitle: summary, Sections: []report.Section{
 		{
-			Heading: "Throughput per GPU vs interactivity",
+			Heading: "Pareto frontier",
 			Text:    cfgText + " x = 1000 / median TPOT (InferenceX's median_intvty), y = total (input + output) tokens/s per GPU; the frontier joins the points no other point beats on both axes. Infeasible and unserved points are only in the table below.",
 			Charts:  []report.Chart{pareto},
 		},
