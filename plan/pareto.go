@@ -2,7 +2,10 @@ package plan
 
 import (
 	"cmp"
+	"math"
 	"slices"
+
+	"blis/report"
 )
 
 // Point is one run on InferenceX's chart: X is interactivity (output
@@ -62,4 +65,51 @@ func Frontier(pts []Point) []int {
 	}
 	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(pts[a].X, pts[b].X) })
 	return out
+}
+
+// LoadKeys are the keys of a sweep's load axis (blis sweep's grid `load:`):
+// a configuration is a point's settings without them, and its points
+// across the load make one curve.
+var LoadKeys = []string{"max-concurrency", "request-rate"}
+
+// Run is one measured point for ParetoChart: Config names its curve,
+// X is interactivity and Y throughput per GPU.
+type Run struct {
+	Config string
+	X, Y   float64
+	Label  string
+	Info   []report.KV
+}
+
+// ParetoChart draws runs as InferenceX draws its frontiers: one series per
+// Config (first-seen order, points as given), then the Pareto frontier over
+// every run as its own series. Runs with X ≤ 0 (no TPOT) or a NaN are left
+// off. c carries the chart's ID, title and labels.
+func ParetoChart(c report.Chart, runs []Run) report.Chart {
+	var configs []string
+	byConfig := map[string][]report.Point{}
+	var drawn []report.Point
+	var xy []Point
+	for _, r := range runs {
+		if !(r.X > 0) || math.IsNaN(r.Y) || math.IsInf(r.X, 0) || math.IsInf(r.Y, 0) {
+			continue
+		}
+		p := report.Point{X: r.X, Y: r.Y, Label: r.Label, Info: r.Info}
+		if _, ok := byConfig[r.Config]; !ok {
+			configs = append(configs, r.Config)
+		}
+		byConfig[r.Config] = append(byConfig[r.Config], p)
+		drawn = append(drawn, p)
+		xy = append(xy, Point{X: r.X, Y: r.Y})
+	}
+	c.Series = nil
+	for _, name := range configs {
+		c.Series = append(c.Series, report.Series{Name: name, Points: byConfig[name]})
+	}
+	var frontier []report.Point
+	for _, i := range Frontier(xy) {
+		frontier = append(frontier, drawn[i])
+	}
+	c.Series = append(c.Series, report.Series{Name: "Pareto frontier", Style: report.Frontier, Points: frontier})
+	return c
 }

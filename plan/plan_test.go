@@ -1,12 +1,14 @@
 package plan
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
 	"blis/metrics"
+	"blis/report"
 	"blis/scenario"
 )
 
@@ -291,5 +293,25 @@ func TestMinPassing(t *testing.T) {
 	}
 	if _, _, _, err := MinPassing(0, 4, nil); err == nil {
 		t.Error("lo 0 accepted")
+	}
+}
+
+// ParetoChart: a series per configuration in first-seen order, runs with
+// no interactivity or a NaN left off, and the frontier over them all.
+func TestParetoChart(t *testing.T) {
+	c := ParetoChart(report.Chart{ID: "p"}, []Run{
+		{Config: "b", X: 100, Y: 10}, {Config: "a", X: 50, Y: 30}, {Config: "b", X: 40, Y: 20},
+		{Config: "a", X: 0, Y: 99}, {Config: "c", X: 10, Y: math.NaN()},
+	})
+	var got []string
+	for _, s := range c.Series {
+		got = append(got, fmt.Sprintf("%s:%d", s.Name, len(s.Points)))
+	}
+	want := []string{"b:2", "a:1", "Pareto frontier:2"}
+	if !slices.Equal(got, want) || c.ID != "p" {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+	if f := c.Series[2]; f.Style != report.Frontier || f.Points[0].X != 50 || f.Points[1].X != 100 {
+		t.Errorf("frontier %+v", f)
 	}
 }

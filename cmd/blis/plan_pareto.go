@@ -24,7 +24,7 @@ const statusOK = "ok"
 
 // loadKeys are the load axis's keys: a configuration is a point's settings
 // without them.
-var loadKeys = []string{"max-concurrency", "request-rate"}
+var loadKeys = plan.LoadKeys
 
 type paretoPoint struct {
 	Index  int    `json:"index"` // the grid point's place in the expansion
@@ -319,31 +319,17 @@ func paretoChart(out paretoResult) report.Chart {
 	}
 	c := report.Chart{ID: "pareto", Title: "Throughput per GPU vs interactivity: " + out.Name,
 		XLabel: "Interactivity (tok/s/user = 1000 / median TPOT)", YLabel: yLabel}
-	var configs []string
-	byConfig := map[string][]report.Point{}
-	var frontier []report.Point
+	var runs []plan.Run
 	for _, p := range out.Points {
-		if p.Status != statusOK || p.Interactivity <= 0 {
+		if p.Status != statusOK {
 			continue
 		}
-		rp := report.Point{X: p.Interactivity, Y: paretoY(p, out.Y), Label: p.Config + " " + p.Load, Info: []report.KV{
+		runs = append(runs, plan.Run{Config: p.Config, X: p.Interactivity, Y: paretoY(p, out.Y), Label: p.Config + " " + p.Load, Info: []report.KV{
 			{Key: "config", Value: p.Config}, {Key: "load", Value: p.Load}, {Key: "GPUs", Value: fmt.Sprint(p.GPUs)},
 			{Key: "median TPOT ms", Value: fmt.Sprintf("%.2f", p.MedianTPOTMs)}, {Key: "point", Value: p.ID},
-		}}
-		if _, ok := byConfig[p.Config]; !ok {
-			configs = append(configs, p.Config)
-		}
-		byConfig[p.Config] = append(byConfig[p.Config], rp)
-		if p.Frontier {
-			frontier = append(frontier, rp)
-		}
+		}})
 	}
-	for _, name := range configs {
-		c.Series = append(c.Series, report.Series{Name: name, Points: byConfig[name]})
-	}
-	slices.SortStableFunc(frontier, func(a, b report.Point) int { return cmp.Compare(a.X, b.X) })
-	c.Series = append(c.Series, report.Series{Name: "Pareto frontier", Style: report.Frontier, Points: frontier})
-	return c
+	return plan.ParetoChart(c, runs)
 }
 
 func writeParetoCharts(out paretoResult, htmlFile, svgFile, pngFile string) error {

@@ -33,7 +33,7 @@ func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep GRID.yaml",
-		Short: "Run every point of a grid of scenarios into a results store (show, export, merge read it)",
+		Short: "Run every point of a grid of scenarios into a results store and its report.html (show, export, merge, report read it)",
 		Long: `Run a sweep: every combination of a grid's axes (any scenario key, and a
 load axis of concurrencies, rates or a rate ramp), each point simulated as
 ` + "`blis run`" + ` would, on a pool of workers, into a store directory: an SQLite
@@ -41,10 +41,13 @@ database of every point's settings and summary metrics, and each point's
 result JSON in points/. Points already in the store are skipped, so an
 interrupted sweep resumes where it stopped. Infeasible points (the model
 does not fit, TP does not divide the heads, ...) are recorded with the
-reason. docs/sweeps.md describes the grid file and the store.`,
+reason. At the end the store gets its report, DIR/report.html: one
+self-contained page of charts and every point (blis sweep report rewrites
+it, and draws its charts as SVG or PNG). docs/sweeps.md describes the grid
+file, the store and the report.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return &usageError{fmt.Errorf("sweep takes one grid file (or show, export, merge), got %d arguments", len(args))}
+				return &usageError{fmt.Errorf("sweep takes one grid file (or show, export, merge, report, k8s), got %d arguments", len(args))}
 			}
 			return nil
 		},
@@ -92,12 +95,16 @@ reason. docs/sweeps.md describes the grid file and the store.`,
 			if err := store.Finalize(out); err != nil {
 				return err
 			}
+			rep, err := writeStoreReport(out)
+			if err != nil {
+				return err
+			}
 			what := "points"
 			if shard.Count > 1 {
 				what = fmt.Sprintf("points of shard %d of %d", shard.Index, shard.Count)
 			}
-			fmt.Fprintf(stderr, "blis sweep: %d %s in %s (%d run now, %d already there, %d infeasible) in %s\n",
-				stats.Total, what, out, stats.Ran, stats.Skipped, stats.Infeasible, stats.Elapsed.Round(100_000_000))
+			fmt.Fprintf(stderr, "blis sweep: %d %s in %s (%d run now, %d already there, %d infeasible) in %s; report: %s\n",
+				stats.Total, what, out, stats.Ran, stats.Skipped, stats.Infeasible, stats.Elapsed.Round(100_000_000), rep)
 			return nil
 		},
 	}
@@ -109,7 +116,7 @@ reason. docs/sweeps.md describes the grid file and the store.`,
 	f.IntVar(&maxPoints, "max-points", grid.DefaultMaxPoints, "refuse a grid of more points than this (before exclusions) unless --force")
 	f.BoolVar(&force, "force", false, "run a grid over --max-points")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every point (when stderr is not a terminal)")
-	cmd.AddCommand(newSweepShowCmd(stdout), newSweepExportCmd(stdout), newSweepMergeCmd(stderr), newSweepK8sCmd(stdout, stderr))
+	cmd.AddCommand(newSweepShowCmd(stdout), newSweepExportCmd(stdout), newSweepMergeCmd(stderr), newSweepReportCmd(stdout, stderr), newSweepK8sCmd(stdout, stderr))
 	return cmd
 }
 
@@ -525,7 +532,11 @@ func newSweepMergeCmd(stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "blis sweep merge: %d of %d points of %s in %s\n", len(t.Rows), t.Info.Points, t.Info.Name, args[0])
+			rep, err := writeStoreReport(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "blis sweep merge: %d of %d points of %s in %s; report: %s\n", len(t.Rows), t.Info.Points, t.Info.Name, args[0], rep)
 			if missing := t.Info.Points - len(t.Rows); missing > 0 {
 				fmt.Fprintf(stderr, "blis sweep merge: %d points missing; `blis sweep GRID --out %s` runs them\n", missing, args[0])
 			}
