@@ -398,3 +398,15 @@ func lastSLOs(in []SLO) []SLO {
 	}
 	return out
 }
+
+// Interactivity is InferenceX's "intvty" for a TPOT statistic in
+// milliseconds: 1000 / TPOT, the output tokens per second one user sees
+// (utils/process_result.py derives one per TPOT statistic; its charts plot
+// median_intvty). 0 when TPOT is 0 (no request had two tokens), where
+// InferenceX's 1e-8 guard would give 1e11.
+func Interactivity(tpotMS float64) float64 {
+	if tpotMS <= 0 {
+		return 0
+	}
+	return 1000 / tpotMS
+}

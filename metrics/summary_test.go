@@ -442,3 +442,11 @@ func TestValueStatsOfNothing(t *testing.T) {
 		t.Error("ValueStats of nothing should be zeros, as vLLM's `values or 0`")
 	}
 }
+
+func TestInteractivity(t *testing.T) {
+	for _, c := range []struct{ tpot, want float64 }{{20, 50}, {0.5, 2000}, {0, 0}, {-1, 0}} {
+		if got := Interactivity(c.tpot); got != c.want {
+			t.Errorf("Interactivity(%g) = %g, want %g", c.tpot, got, c.want)
+		}
+	}
+}

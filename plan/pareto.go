@@ -15,17 +15,6 @@ type Point struct {
 	X, Y float64
 }
 
-// Interactivity is InferenceX's "intvty" for a TPOT statistic in
-// milliseconds: 1000 / TPOT, tokens per second per user (its
-// utils/process_result.py derives one per TPOT statistic; the chart's hot
-// column is median_intvty). 0 when TPOT is 0 (no request had two tokens).
-func Interactivity(tpotMS float64) float64 {
-	if tpotMS <= 0 {
-		return 0
-	}
-	return 1000 / tpotMS
-}
-
 // Frontier returns the indices of the points no other point dominates (at
 // least as good on both axes and better on one), in increasing X. Equal
 // points are all on the frontier.

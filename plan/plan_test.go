@@ -191,9 +191,6 @@ func TestFrontier(t *testing.T) {
 	if got := Frontier(nil); len(got) != 0 {
 		t.Fatalf("Frontier(nil) = %v", got)
 	}
-	if Interactivity(20) != 50 || Interactivity(0) != 0 {
-		t.Fatal("Interactivity: 1000 / TPOT ms")
-	}
 }
 
 func TestRank(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"blis/metrics"
 	"blis/plan"
 	"blis/report"
 	"blis/scenario"
@@ -205,7 +206,7 @@ func paretoFromStore(dir, y string) (paretoResult, error) {
 			Config: cmp.Or(strings.Join(cfg, ","), "(base)"), Load: strings.Join(load, ",")}
 		if pp.Status == statusOK {
 			pp.GPUs, pp.MedianTPOTMs = int(num(row[at[4]])), num(row[at[5]])
-			pp.Interactivity = plan.Interactivity(pp.MedianTPOTMs)
+			pp.Interactivity = metrics.Interactivity(pp.MedianTPOTMs)
 			pp.TputPerGPU, pp.OutputTputPerGPU = num(row[at[6]]), num(row[at[7]])
 			pp.RequestThroughput, pp.Failed = num(row[at[8]]), int(num(row[at[9]]))
 		}
@@ -257,7 +258,7 @@ func runParetoPoint(g *grid.Grid, p grid.Point) (paretoPoint, error) {
 	}
 	pp.Status = statusOK
 	pp.GPUs, pp.MedianTPOTMs, pp.Failed = pr.GPUs, r.TPOT.Median, r.Failed
-	pp.Interactivity = plan.Interactivity(r.TPOT.Median)
+	pp.Interactivity = metrics.Interactivity(r.TPOT.Median)
 	pp.TputPerGPU = r.TotalTokenThroughput / float64(pr.GPUs)
 	pp.OutputTputPerGPU = r.OutputThroughput / float64(pr.GPUs)
 	pp.RequestThroughput = r.RequestThroughput

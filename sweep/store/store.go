@@ -69,8 +69,9 @@ var MetricColumns = func() []string {
 // MetricsOf is a finished run's row of MetricColumns, gpus the GPUs the
 // deployment uses (TP × PP × DP × replicas over every pool). A percentile
 // the run did not compute is NULL, and so is goodput when no SLO was set.
-// Interactivity is InferenceX's: 1000 / (median TPOT ms + 1e-8), tokens/s
-// per user (SemiAnalysisAI/InferenceX utils/process_result.py).
+// Interactivity is InferenceX's median_intvty, tokens/s per user
+// (metrics.Interactivity: 1000 / median TPOT ms, 0 when no request had two
+// tokens).
 func MetricsOf(r *metrics.Result, gpus int) []any {
 	perGPU := func(v float64) any {
 		if gpus <= 0 {
@@ -99,7 +100,7 @@ func MetricsOf(r *metrics.Result, gpus int) []any {
 	if r.HasGoodput {
 		goodput = r.RequestGoodput
 	}
-	return append(row, 1000/(r.TPOT.Median+1e-8), goodput, int64(r.NumPreemptions), int64(r.GPUKVCacheTokens), r.PrefixCacheHitRate)
+	return append(row, metrics.Interactivity(r.TPOT.Median), goodput, int64(r.NumPreemptions), int64(r.GPUKVCacheTokens), r.PrefixCacheHitRate)
 }
 
 // Record is one finished point as the store keeps it.

@@ -245,9 +245,6 @@ func readPoints(t *store.Table) ([]point, error) {
 				p.m[c] = num(r[i])
 			}
 		}
-		// InferenceX's interactivity, as blis plan pareto computes it (the
-		// store's column adds 1e-8 ms to the TPOT to avoid a division by 0).
-		p.m["interactivity"] = plan.Interactivity(p.m["p50_tpot_ms"])
 		if p.status != store.StatusOK {
 			for c := range p.m {
 				p.m[c] = math.NaN()

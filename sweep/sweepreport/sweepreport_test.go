@@ -15,7 +15,7 @@ import (
 
 // table is a synthetic store table: axis keys, then one row per point of
 // (status, axis values, p50 TPOT, output tok/s); the other metrics derive
-// from them.
+// from them (interactivity = 1000 / TPOT, as the store writes it).
 func table(keys []string, rows [][]any) *store.Table {
 	cols := []string{"idx", "id", "status", "reason", "seed"}
 	cols = append(cols, keys...)
@@ -44,6 +44,8 @@ func table(keys []string, rows [][]any) *store.Table {
 				v = int64(0)
 			case "output_throughput", "total_token_throughput_per_gpu", "output_throughput_per_gpu":
 				v = out
+			case "interactivity":
+				v = 1000 / tpot
 			}
 			row[slices.Index(cols, c)] = v
 		}
