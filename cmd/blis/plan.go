@@ -125,12 +125,8 @@ func runPlanned(s scenario.Scenario, slos []plan.SLO) (planRun, error) {
 		}
 		return planRun{}, err
 	}
-	pr := planRun{GPUsByChip: map[string]int{}}
-	for _, p := range res.Pools {
-		n := p.Spec.Replicas * max(p.Deployment.DP, 1) * max(p.Deployment.TP, 1) * max(p.Deployment.PP, 1)
-		pr.GPUs += n
-		pr.GPUsByChip[p.Chip.Name] += n
-	}
+	gpus := gpusOf(res)
+	pr := planRun{GPUs: gpus.total, GPUsByChip: gpus.byChip}
 	run, err := simulate(s, res, simOptions{})
 	if err != nil {
 		return planRun{}, err

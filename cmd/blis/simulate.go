@@ -95,3 +95,20 @@ func simulate(s scenario.Scenario, res *scenario.Resolved, opt simOptions) (simR
 	}
 	return simRun{Summary: summary, Deployment: dep, Out: out}, nil
 }
+
+// gpuCount is a deployment's GPUs: TP × PP × DP per replica, over every
+// replica of every pool, in all and per chip.
+type gpuCount struct {
+	total  int
+	byChip map[string]int
+}
+
+func gpusOf(r *scenario.Resolved) gpuCount {
+	c := gpuCount{byChip: map[string]int{}}
+	for _, p := range r.Pools {
+		n := p.Spec.Replicas * max(p.Deployment.DP, 1) * max(p.Deployment.TP, 1) * max(p.Deployment.PP, 1)
+		c.total += n
+		c.byChip[p.Chip.Name] += n
+	}
+	return c
+}

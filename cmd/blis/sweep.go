@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/spf13/cobra"
@@ -104,7 +105,7 @@ file, the store and the report.`,
 				what = fmt.Sprintf("points of shard %d of %d", shard.Index, shard.Count)
 			}
 			fmt.Fprintf(stderr, "blis sweep: %d %s in %s (%d run now, %d already there, %d infeasible) in %s; report: %s\n",
-				stats.Total, what, out, stats.Ran, stats.Skipped, stats.Infeasible, stats.Elapsed.Round(100_000_000), rep)
+				stats.Total, what, out, stats.Ran, stats.Skipped, stats.Infeasible, stats.Elapsed.Round(100*time.Millisecond), rep)
 			return nil
 		},
 	}
@@ -184,17 +185,7 @@ func runPoint(p grid.Point) (sweep.Outcome, error) {
 	if err := jw.Close(run.Summary); err != nil {
 		return sweep.Outcome{}, err
 	}
-	return sweep.Outcome{Status: store.StatusOK, JSON: buf.Bytes(), Metrics: store.MetricsOf(run.Summary, gpusOf(res))}, nil
-}
-
-// gpusOf counts the deployment's GPUs: TP × PP × DP per replica, over
-// every replica of every pool.
-func gpusOf(r *scenario.Resolved) int {
-	n := 0
-	for _, p := range r.Pools {
-		n += p.Spec.Replicas * max(p.Scenario.DataParallelSize, 1) * max(p.Deployment.TP, 1) * max(p.Deployment.PP, 1)
-	}
-	return n
+	return sweep.Outcome{Status: store.StatusOK, JSON: buf.Bytes(), Metrics: store.MetricsOf(run.Summary, gpusOf(res).total)}, nil
 }
 
 // showColumns are the metrics `blis sweep show` lists per point.
@@ -378,25 +369,18 @@ func newSweepExportCmd(stdout io.Writer) *cobra.Command {
 }
 
 // writeOut writes to path ("-": stdout) through a temporary file renamed
-// into place, so a failed export leaves no half file.
+// into place (writeFileAtomic), so a failed export leaves no half file; a
+// directory it cannot write in is an input error naming the path.
 func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".blis-export-*")
-	if err != nil {
+	err := writeFileAtomic(path, write)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "createtemp" {
 		return &scenario.InputError{File: path, Msg: "cannot write: " + err.Error()}
 	}
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return err
 }
 
 // writeCSV writes the points table: the columns as the store names them,

@@ -319,6 +319,14 @@ func TestSweepExport(t *testing.T) {
 	sweepMust(t, "sweep", g, "--out", sdir, "-q")
 	csvPath, pqPath := filepath.Join(dir, "p.csv"), filepath.Join(dir, "p.parquet")
 	sweepMust(t, "sweep", "export", sdir, "--csv", csvPath, "--parquet", pqPath)
+	for _, p := range []string{csvPath, pqPath} {
+		// Exports are ordinary files, not the temporary file's 0600.
+		if fi, err := os.Stat(p); err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644", p, fi.Mode().Perm())
+		}
+	}
 	data, _ := os.ReadFile(csvPath)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if !strings.HasPrefix(lines[0], "idx,id,status,reason,seed,tensor-parallel-size,max-num-seqs,max-num-batched-tokens,max-concurrency,scenario,result,completed") {
