@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -195,14 +194,14 @@ func paretoFromStore(dir, y string) (paretoResult, error) {
 	for _, row := range t.Rows {
 		var cfg, load []string
 		for _, k := range t.Keys {
-			kv := k + "=" + storeText(row[t.Col(k)])
+			kv := k + "=" + store.Text(row[t.Col(k)])
 			if slices.Contains(loadKeys, k) {
 				load = append(load, kv)
 			} else {
 				cfg = append(cfg, kv)
 			}
 		}
-		pp := paretoPoint{Index: int(num(row[at[0]])), ID: storeText(row[at[1]]), Status: storeText(row[at[2]]), Reason: storeText(row[at[3]]),
+		pp := paretoPoint{Index: int(num(row[at[0]])), ID: store.Text(row[at[1]]), Status: store.Text(row[at[2]]), Reason: store.Text(row[at[3]]),
 			Config: cmp.Or(strings.Join(cfg, ","), "(base)"), Load: strings.Join(load, ",")}
 		if pp.Status == statusOK {
 			pp.GPUs, pp.MedianTPOTMs = int(num(row[at[4]])), num(row[at[5]])
@@ -213,18 +212,6 @@ func paretoFromStore(dir, y string) (paretoResult, error) {
 		out.Points = append(out.Points, pp)
 	}
 	return out, nil
-}
-
-// storeText is a store value as text: SQLite gives int64, float64, string
-// or nil.
-func storeText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return fmt.Sprint(v)
 }
 
 // runParetoPoint runs one grid point as blis run would run its scenario.

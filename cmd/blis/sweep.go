@@ -239,22 +239,6 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// cell formats a store value for a table or CSV: integers as integers,
-// reals in the shortest form that reads back exactly, NULL as "".
-func cell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
-}
-
 func showTable(w io.Writer, t *store.Table) {
 	ok, bad := 0, 0
 	for _, r := range t.Rows {
@@ -279,9 +263,9 @@ func showTable(w io.Writer, t *store.Table) {
 	head = append(head, "  status")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range t.Rows {
-		line := []string{cell(r[0])}
+		line := []string{store.Text(r[0])}
 		for _, k := range t.Keys {
-			line = append(line, cell(r[t.Col(k)]))
+			line = append(line, store.Text(r[t.Col(k)]))
 		}
 		for _, c := range showColumns {
 			v := r[t.Col(c.col)]
@@ -322,7 +306,7 @@ func showPoint(w io.Writer, dir string, t *store.Table, point int, scenOnly bool
 			if c == "scenario" {
 				continue
 			}
-			fmt.Fprintf(w, "%-32s %s\n", c, cell(r[i]))
+			fmt.Fprintf(w, "%-32s %s\n", c, store.Text(r[i]))
 		}
 		fmt.Fprintf(w, "\nscenario (blis sweep show %s --point %d --scenario > p.yaml; blis run p.yaml):\n", dir, point)
 		for _, l := range strings.Split(strings.TrimSuffix(r[t.Col("scenario")].(string), "\n"), "\n") {
@@ -393,7 +377,7 @@ func writeCSV(w io.Writer, t *store.Table) error {
 	rec := make([]string, len(t.Columns))
 	for _, r := range t.Rows {
 		for i, v := range r {
-			rec[i] = cell(v)
+			rec[i] = store.Text(v)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -448,7 +432,7 @@ func writeParquet(w io.Writer, t *store.Table) error {
 				f, _ := toFloat(v)
 				pv = parquet.DoubleValue(f)
 			default:
-				pv = parquet.ByteArrayValue([]byte(cell(v)))
+				pv = parquet.ByteArrayValue([]byte(store.Text(v)))
 			}
 			row[j] = pv.Level(0, 1, j)
 		}

@@ -559,7 +559,7 @@ func Merge(out string, shards []string) (*Table, error) {
 		for _, row := range t.Rows {
 			idx := row[0].(int64)
 			if at, dup := byIdx[idx]; dup {
-				if !sameRow(merged.Rows[at], row) {
+				if !slices.Equal(merged.Rows[at], row) {
 					return nil, &scenario.InputError{File: dir, Msg: fmt.Sprintf("point %d differs from the same point in %s; the shards did not run the same sweep", idx, from[idx])}
 				}
 				if name, ok := row[resultAt].(string); ok {
@@ -606,21 +606,42 @@ func Merge(out string, shards []string) (*Table, error) {
 	return merged, nil
 }
 
-func sameRow(a, b []any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // NotOK counts the stored points that are infeasible or unserved.
 func (s *Store) NotOK() (int, error) {
 	var n int64
 	err := s.db.QueryRow("SELECT COUNT(*) FROM points WHERE status != ?", StatusOK).Scan(&n)
 	return int(n), err
+}
+
+// Text is a value the store gives (SQLite's int64, float64, string or nil)
+// as text: integers as integers, reals in the shortest form that reads back
+// exactly, NULL as "".
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// Num is a value the store gives as a number: NaN for NULL and for text
+// that is not one.
+func Num(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f
+		}
+	}
+	return math.NaN()
 }

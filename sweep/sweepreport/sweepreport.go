@@ -234,15 +234,15 @@ func readPoints(t *store.Table) ([]point, error) {
 	}
 	var pts []point
 	for _, r := range t.Rows {
-		p := point{index: int(num(r[at["idx"]])), id: text(r[at["id"]]), status: text(r[at["status"]]), reason: text(r[at["reason"]]), m: map[string]float64{}}
+		p := point{index: int(store.Num(r[at["idx"]])), id: store.Text(r[at["id"]]), status: store.Text(r[at["status"]]), reason: store.Text(r[at["reason"]]), m: map[string]float64{}}
 		for _, k := range t.Keys {
 			v := r[t.Col(k)]
-			p.values = append(p.values, text(v))
-			p.num = append(p.num, num(v))
+			p.values = append(p.values, store.Text(v))
+			p.num = append(p.num, store.Num(v))
 		}
 		for c, i := range at {
 			if c != "idx" && c != "id" && c != "status" && c != "reason" {
-				p.m[c] = num(r[i])
+				p.m[c] = store.Num(r[i])
 			}
 		}
 		if p.status != store.StatusOK {
@@ -312,7 +312,7 @@ func commonSettings(t *store.Table, pts []point, xKey string) []report.KV {
 	shared := map[string]bool{}
 	for ri, r := range t.Rows {
 		var doc yaml.Node
-		if yaml.Unmarshal([]byte(text(r[at])), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		if yaml.Unmarshal([]byte(store.Text(r[at])), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			return nil
 		}
 		m := doc.Content[0]
@@ -397,36 +397,4 @@ func format(v float64, prec int) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64)
-}
-
-// text is a store value as text: SQLite gives int64, float64, string or
-// nil.
-func text(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
-}
-
-// num is a store value as a number: NaN for NULL and for text that is not
-// one.
-func num(v any) float64 {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	case string:
-		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
-			return f
-		}
-	}
-	return math.NaN()
 }
