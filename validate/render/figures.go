@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"blis/report"
 	"blis/validate/page"
 	"blis/validate/score"
 )
@@ -47,8 +48,9 @@ func metricFigureName(a *page.ArmPage, mp page.MetricPop) string {
 
 func itlFigureName(a *page.ArmPage) string { return a.Name + "-itl-vs-in-flight.svg" }
 
-// palette: colour-blind-safe (Okabe-Ito), cycled over series.
-var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+// palette: colour-blind-safe (Okabe-Ito), cycled over series; the same as
+// the HTML reports'.
+var palette = report.Palette
 
 const (
 	figW, figH             = 640, 400
