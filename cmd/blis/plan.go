@@ -8,15 +8,14 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"blis/internal/parallel"
 	"blis/metrics"
 	"blis/plan"
 	"blis/scenario"
@@ -395,27 +394,8 @@ func checkSearch(sr plan.Search) error {
 // first error by index. Each f writes only its own result slot, so the
 // output is the same whatever the interleaving.
 func forEachParallel(n, jobs int, f func(i int) error) error {
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	jobs = min(jobs, n)
 	errs := make([]error, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				errs[i] = f(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel.Each(jobs, n, func(i int) { errs[i] = f(i) })
 	for _, err := range errs {
 		if err != nil {
 			return err

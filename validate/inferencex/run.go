@@ -18,8 +18,8 @@ import (
 	"slices"
 
 	"blis/cluster"
+	"blis/internal/parallel"
 	"blis/metrics"
-	"blis/validate/internal/parallel"
 	"blis/validate/score"
 )
 

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 
 	"blis/cluster"
+	"blis/internal/parallel"
 	"blis/metrics"
 	"blis/scenario"
 	"blis/validate/inferencex"
-	"blis/validate/internal/parallel"
 	"blis/validate/score"
 )
 

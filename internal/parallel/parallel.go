@@ -1,6 +1,6 @@
-// Package parallel runs the independent simulations of a validation (the
-// rows of an InferenceX sweep, the levels and probe runs of a page) on a
-// bounded number of workers. Each call writes only its own result slot, so
+// Package parallel runs independent simulations (the rows of an InferenceX
+// sweep, the levels and probe runs of a validation page, the candidates and
+// grid points of blis plan) on a bounded number of workers. Each call writes only its own result slot, so
 // what the callers compute does not depend on the number of workers.
 package parallel
 
