@@ -26,7 +26,8 @@ import (
 // metricCols are the store columns the report reads.
 var metricCols = []string{
 	"gpus", "p50_tpot_ms", "total_token_throughput_per_gpu", "output_throughput",
-	"mean_ttft_ms", "p90_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "p99_e2el_ms",
+	"mean_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+	"mean_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p90_e2el_ms", "p99_e2el_ms",
 }
 
 // tableMetrics are the metric columns of the points table, with headings
@@ -162,6 +163,7 @@ func Build(t *store.Table) (*report.Document, error) {
 		return p.num[xAt]
 	}
 	vsLoad := func(id, title, yLabel string, stats ...[2]string) report.Chart {
+		title, yLabel = strings.ReplaceAll(title, "%p", stats[0][1]), strings.ReplaceAll(yLabel, "%p", stats[0][1])
 		c := report.Chart{ID: id, Title: title + " " + against, XLabel: xLabel, YLabel: yLabel, LogX: logX, Common: common}
 		for ci, n := range configs {
 			ps := slices.Clone(byCfg[n])
@@ -183,10 +185,10 @@ func Build(t *store.Table) (*report.Document, error) {
 		return c
 	}
 	charts := []report.Chart{
-		vsLoad("ttft", "TTFT (p90, mean dashed)", "TTFT (ms)", [2]string{"p90_ttft_ms", "p90"}, [2]string{"mean_ttft_ms", "mean"}),
-		vsLoad("tpot", "TPOT (p99, mean dashed)", "TPOT (ms)", [2]string{"p99_tpot_ms", "p99"}, [2]string{"mean_tpot_ms", "mean"}),
+		vsLoad("ttft", "TTFT (%p, mean dashed)", "TTFT (ms)", percentile(pts, "ttft", "p90", "p99"), [2]string{"mean_ttft_ms", "mean"}),
+		vsLoad("tpot", "TPOT (%p, mean dashed)", "TPOT (ms)", percentile(pts, "tpot", "p99", "p90"), [2]string{"mean_tpot_ms", "mean"}),
 		vsLoad("throughput", "Output throughput", "Output throughput (tok/s)", [2]string{"output_throughput", "output"}),
-		vsLoad("e2el", "E2E latency (p99)", "p99 E2E latency (ms)", [2]string{"p99_e2el_ms", "p99"}),
+		vsLoad("e2el", "E2E latency (%p)", "%p E2E latency (ms)", percentile(pts, "e2el", "p99", "p90")),
 	}
 
 	ok, infeasible, unserved := 0, 0, 0
@@ -253,6 +255,24 @@ func readPoints(t *store.Table) ([]point, error) {
 		pts = append(pts, p)
 	}
 	return pts, nil
+}
+
+// percentile is the column and name of the percentile a chart draws for
+// metric (ttft, tpot, e2el): the first of want that some ok point has, else
+// the median (every run has one); want[0] when no point has any. A grid's
+// metric-percentiles may leave p90 or p99 out (vllm bench serve computes
+// only those it is asked for; the store holds NULL for the rest), and a
+// chart of nothing but NULLs would show empty series.
+func percentile(pts []point, metric string, want ...string) [2]string {
+	for _, p := range append(want, "p50") {
+		col := p + "_" + metric + "_ms"
+		for _, pt := range pts {
+			if v := pt.m[col]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return [2]string{col, p}
+			}
+		}
+	}
+	return [2]string{want[0] + "_" + metric + "_ms", want[0]}
 }
 
 // xAxis picks the charts' x: the load axis when the grid has one, else the

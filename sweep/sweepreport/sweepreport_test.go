@@ -233,3 +233,51 @@ func TestGridTableKeepsIndentation(t *testing.T) {
 		t.Errorf("%q", tbl.Rows)
 	}
 }
+
+// A grid whose metric-percentiles leave p90 or p99 out stores NULL for
+// them: each chart draws the percentile the points have (p99 for TTFT's
+// missing p90, p90 for TPOT's and E2EL's missing p99, else the median)
+// and its title and series say which.
+func TestBuildMissingPercentiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		null []string
+		want map[string]string // chart id: the percentile drawn
+	}{
+		{"every percentile", nil, map[string]string{"ttft": "p90", "tpot": "p99", "e2el": "p99"}},
+		{"metric-percentiles: 99", []string{"p90_ttft_ms", "p90_tpot_ms", "p90_e2el_ms"}, map[string]string{"ttft": "p99", "tpot": "p99", "e2el": "p99"}},
+		{"metric-percentiles: 90", []string{"p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms"}, map[string]string{"ttft": "p90", "tpot": "p90", "e2el": "p90"}},
+		{"metric-percentiles: 50", []string{"p90_ttft_ms", "p90_tpot_ms", "p90_e2el_ms", "p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms"}, map[string]string{"ttft": "p50", "tpot": "p50", "e2el": "p50"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := table([]string{"tensor-parallel-size", "max-concurrency"}, [][]any{
+				{store.StatusOK, int64(1), int64(1), 10.0, 100.0},
+				{store.StatusOK, int64(1), int64(8), 20.0, 800.0},
+				{store.StatusInfeasible, int64(3), int64(1)},
+			})
+			for _, c := range tc.null {
+				for _, r := range tab.Rows {
+					r[tab.Col(c)] = nil
+				}
+			}
+			doc, err := Build(tab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, p := range tc.want {
+				c := chart(t, doc, id)
+				if !strings.Contains(c.Title, "("+p) || !strings.HasSuffix(c.Series[0].Name, " — "+p) && id != "e2el" {
+					t.Errorf("%s: title %q, series %q; want %s", id, c.Title, names(c), p)
+				}
+				if len(c.Series[0].Points) != 2 {
+					t.Errorf("%s: %s draws %d points, want 2", id, p, len(c.Series[0].Points))
+				}
+				for _, pt := range c.Series[0].Points {
+					if math.IsNaN(pt.Y) {
+						t.Errorf("%s: %s draws NULL", id, p)
+					}
+				}
+			}
+		})
+	}
+}
