@@ -217,7 +217,7 @@ func Build(t *store.Table) (*report.Document, error) {
 			Text:    cfgText + " x = 1000 / median TPOT (InferenceX's median_intvty), y = total (input + output) tokens/s per GPU; the frontier joins the points no other point beats on both axes. Infeasible and unserved points are only in the table below.",
 			Charts:  []report.Chart{pareto},
 		},
-		{Heading: "Latency and throughput " + against, Charts: charts},
+		{Heading: "Latency and throughput " + against, Text: offAxis(pts, xKey, xAt), Charts: charts},
 		{Heading: "Points", Text: "Every stored point, infeasible and unserved ones with the reason.", Table: pointsTable(t, pts)},
 		{Heading: "Grid file", Table: gridTable(t.Info.Text)},
 	}}, nil
@@ -294,6 +294,29 @@ func xAxis(t *store.Table, pts []point) (key string, at int, load bool) {
 		}
 	}
 	return "", -1, false
+}
+
+// offAxis says which ok points the charts against the load cannot place:
+// those whose x is infinite, as vllm bench serve's request-rate inf (send
+// every request at once) is. The tables list them.
+func offAxis(pts []point, xKey string, xAt int) string {
+	if xAt < 0 {
+		return ""
+	}
+	var vals []string
+	n := 0
+	for _, p := range pts {
+		if p.status == store.StatusOK && math.IsInf(p.num[xAt], 0) {
+			n++
+			if !slices.Contains(vals, p.values[xAt]) {
+				vals = append(vals, p.values[xAt])
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d ok points at %s=%s have no place on the x axis: they are in the charts' data tables and the points table, not on the charts.", n, xKey, strings.Join(vals, ", "))
 }
 
 // spansDecade reports whether axis at's positive values span 10× or more:

@@ -281,3 +281,26 @@ func TestBuildMissingPercentiles(t *testing.T) {
 		})
 	}
 }
+
+// request-rate inf (every request at once) has no place on the load
+// axis: the section says which points the charts leave off.
+func TestBuildInfiniteLoad(t *testing.T) {
+	tab := table([]string{"tensor-parallel-size", "request-rate"}, [][]any{
+		{store.StatusOK, int64(1), int64(1), 10.0, 100.0},
+		{store.StatusOK, int64(1), "inf", 20.0, 800.0},
+		{store.StatusOK, int64(2), "inf", 20.0, 800.0},
+		{store.StatusInfeasible, int64(3), "inf"},
+	})
+	doc, err := Build(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "2 ok points at request-rate=inf have no place on the x axis"
+	if s := doc.Sections[1]; !strings.Contains(s.Text, want) {
+		t.Errorf("section %q text %q, want %q", s.Heading, s.Text, want)
+	}
+	tab = table([]string{"request-rate"}, [][]any{{store.StatusOK, int64(1), 10.0, 100.0}})
+	if doc, err = Build(tab); err != nil || doc.Sections[1].Text != "" {
+		t.Errorf("finite load: text %q, err %v", doc.Sections[1].Text, err)
+	}
+}
