@@ -202,6 +202,7 @@ func TestSweepReportInBrowser(t *testing.T) {
 // Bad input exits 2 with a line that names the directory.
 func TestSweepReportBadInput(t *testing.T) {
 	dir := t.TempDir()
+	st := tinySweep(t, dir, "st", "-q")
 	notStore := filepath.Join(dir, "plain")
 	if err := os.MkdirAll(notStore, 0o755); err != nil {
 		t.Fatal(err)
@@ -221,6 +222,7 @@ func TestSweepReportBadInput(t *testing.T) {
 		{[]string{"sweep", "report", notStore}, "not a sweep store: no sweep.db"},
 		{[]string{"sweep", "report", junk}, "not a sweep store"},
 		{[]string{"sweep", "report"}, "report takes one store directory"},
+		{[]string{"sweep", "report", st, "--html", dir}, dir + ": cannot write: rename"},
 	} {
 		_, errs, code := sweepCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {
