@@ -276,8 +276,9 @@ func percentile(pts []point, metric string, want ...string) [2]string {
 }
 
 // xAxis picks the charts' x: the load axis when the grid has one, else the
-// first axis whose every value is a number; at is its place in t.Keys (-1:
-// none, the point index is x).
+// first axis whose every value is a number and that has two or more (an
+// axis of one value would stack every point at one x); at is its place in
+// t.Keys (-1: none, the point index is x).
 func xAxis(t *store.Table, pts []point) (key string, at int, load bool) {
 	for i, k := range t.Keys {
 		if slices.Contains(plan.LoadKeys, k) {
@@ -285,7 +286,7 @@ func xAxis(t *store.Table, pts []point) (key string, at int, load bool) {
 		}
 	}
 	for i, k := range t.Keys {
-		numeric := len(pts) > 0
+		numeric := distinct(pts, i) > 1
 		for _, p := range pts {
 			numeric = numeric && !math.IsNaN(p.num[i])
 		}

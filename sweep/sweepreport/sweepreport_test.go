@@ -114,6 +114,18 @@ func TestBuild(t *testing.T) {
 			common: []report.KV{{Key: "model", Value: "m"}},
 		},
 		{
+			name: "no load axis: a numeric axis of one value is not x",
+			keys: []string{"max-model-len", "dtype", "max-num-seqs"},
+			rows: [][]any{
+				{store.StatusOK, int64(4096), "bf16", int64(64), 10.0, 100.0},
+				{store.StatusOK, int64(4096), "fp8", int64(128), 9.0, 120.0},
+			},
+			pareto: []string{"dtype=bf16", "dtype=fp8", "Pareto frontier"},
+			e2e:    []string{"dtype=bf16", "dtype=fp8"},
+			title:  "against max-num-seqs (the grid has no load axis: its first numeric axis)",
+			common: []report.KV{{Key: "model", Value: "m"}},
+		},
+		{
 			name: "no numeric axis: the point index",
 			keys: []string{"dtype"},
 			rows: [][]any{
