@@ -354,14 +354,16 @@ func newSweepExportCmd(stdout io.Writer) *cobra.Command {
 
 // writeOut writes to path ("-": stdout) through a temporary file renamed
 // into place (writeFileAtomic), so a failed export leaves no half file; a
-// directory it cannot write in is an input error naming the path.
+// directory it cannot write in, or a path it cannot replace (a directory),
+// is an input error naming the path.
 func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
 	err := writeFileAtomic(path, write)
 	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op == "createtemp" {
+	var le *os.LinkError
+	if errors.As(err, &pe) && pe.Op == "createtemp" || errors.As(err, &le) && le.Op == "rename" {
 		return &scenario.InputError{File: path, Msg: "cannot write: " + err.Error()}
 	}
 	return err

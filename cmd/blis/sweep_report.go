@@ -82,11 +82,16 @@ describes the report.`,
 // writeStoreReport writes the report of the store in dir to
 // dir/report.html and returns its path. Its bytes depend only on the
 // store's content, so a merged store's report is the unsharded sweep's.
+// It runs after every point is stored: its error says the store is whole
+// and how to write the report again, so nobody reruns a finished sweep.
 func writeStoreReport(dir string) (string, error) {
-	doc, err := sweepreport.Load(dir)
-	if err != nil {
-		return "", err
-	}
 	path := filepath.Join(dir, reportName)
-	return path, writeOut(path, nil, func(w io.Writer) error { return report.HTML(w, doc) })
+	doc, err := sweepreport.Load(dir)
+	if err == nil {
+		err = writeOut(path, nil, func(w io.Writer) error { return report.HTML(w, doc) })
+	}
+	if err != nil {
+		return "", fmt.Errorf("the points are stored in %s, but its report was not written (blis sweep report %s writes it): %w", dir, dir, err)
+	}
+	return path, nil
 }

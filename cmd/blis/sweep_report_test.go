@@ -202,6 +202,7 @@ func TestSweepReportInBrowser(t *testing.T) {
 // Bad input exits 2 with a line that names the directory.
 func TestSweepReportBadInput(t *testing.T) {
 	dir := t.TempDir()
+	st := tinySweep(t, dir, "st", "-q")
 	notStore := filepath.Join(dir, "plain")
 	if err := os.MkdirAll(notStore, 0o755); err != nil {
 		t.Fatal(err)
@@ -221,10 +222,44 @@ func TestSweepReportBadInput(t *testing.T) {
 		{[]string{"sweep", "report", notStore}, "not a sweep store: no sweep.db"},
 		{[]string{"sweep", "report", junk}, "not a sweep store"},
 		{[]string{"sweep", "report"}, "report takes one store directory"},
+		{[]string{"sweep", "report", st, "--html", dir}, dir + ": cannot write: rename"},
 	} {
 		_, errs, code := sweepCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%q: exit %d, %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// A report that cannot be written after every point is stored (here a
+// directory holds report.html's name) fails the sweep and the merge with
+// a line that says the points are stored and how to write the report; the
+// store keeps every point.
+func TestSweepReportWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	writeGrid(t, dir, reportGrid)
+	s0 := tinySweep(t, dir, "s0", "--shard-count", "2", "--shard-index", "0", "-q")
+	s1 := tinySweep(t, dir, "s1", "--shard-count", "2", "--shard-index", "1", "-q")
+	st, merged := filepath.Join(dir, "st"), filepath.Join(dir, "merged")
+	for _, tc := range []struct {
+		out  string
+		args []string
+	}{
+		{st, []string{"sweep", filepath.Join(dir, "grid.yaml"), "--out", st, "-q"}},
+		{merged, []string{"sweep", "merge", merged, s0, s1}},
+	} {
+		if err := os.MkdirAll(filepath.Join(tc.out, reportName, "in-the-way"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, errs, code := sweepCLI(t, tc.args...)
+		want := "the points are stored in " + tc.out + ", but its report was not written (blis sweep report " + tc.out + " writes it)"
+		if code == 0 || !strings.Contains(errs, want) {
+			t.Errorf("%q: exit %d, %q; want a failure saying %q", tc.args, code, errs, want)
+		}
+		if tbl, err := store.Load(tc.out); err != nil {
+			t.Errorf("%s after the failed report: %v", tc.out, err)
+		} else if len(tbl.Rows) != 6 {
+			t.Errorf("%s after the failed report: %d points, want 6", tc.out, len(tbl.Rows))
 		}
 	}
 }

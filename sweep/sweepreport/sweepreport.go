@@ -26,7 +26,8 @@ import (
 // metricCols are the store columns the report reads.
 var metricCols = []string{
 	"gpus", "p50_tpot_ms", "total_token_throughput_per_gpu", "output_throughput",
-	"mean_ttft_ms", "p90_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "p99_e2el_ms",
+	"mean_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+	"mean_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p90_e2el_ms", "p99_e2el_ms",
 }
 
 // tableMetrics are the metric columns of the points table, with headings
@@ -162,6 +163,7 @@ func Build(t *store.Table) (*report.Document, error) {
 		return p.num[xAt]
 	}
 	vsLoad := func(id, title, yLabel string, stats ...[2]string) report.Chart {
+		title, yLabel = strings.ReplaceAll(title, "%p", stats[0][1]), strings.ReplaceAll(yLabel, "%p", stats[0][1])
 		c := report.Chart{ID: id, Title: title + " " + against, XLabel: xLabel, YLabel: yLabel, LogX: logX, Common: common}
 		for ci, n := range configs {
 			ps := slices.Clone(byCfg[n])
@@ -183,10 +185,10 @@ func Build(t *store.Table) (*report.Document, error) {
 		return c
 	}
 	charts := []report.Chart{
-		vsLoad("ttft", "TTFT (p90, mean dashed)", "TTFT (ms)", [2]string{"p90_ttft_ms", "p90"}, [2]string{"mean_ttft_ms", "mean"}),
-		vsLoad("tpot", "TPOT (p99, mean dashed)", "TPOT (ms)", [2]string{"p99_tpot_ms", "p99"}, [2]string{"mean_tpot_ms", "mean"}),
+		vsLoad("ttft", "TTFT (%p, mean dashed)", "TTFT (ms)", percentile(pts, "ttft", "p90", "p99"), [2]string{"mean_ttft_ms", "mean"}),
+		vsLoad("tpot", "TPOT (%p, mean dashed)", "TPOT (ms)", percentile(pts, "tpot", "p99", "p90"), [2]string{"mean_tpot_ms", "mean"}),
 		vsLoad("throughput", "Output throughput", "Output throughput (tok/s)", [2]string{"output_throughput", "output"}),
-		vsLoad("e2el", "E2E latency (p99)", "p99 E2E latency (ms)", [2]string{"p99_e2el_ms", "p99"}),
+		vsLoad("e2el", "E2E latency (%p)", "%p E2E latency (ms)", percentile(pts, "e2el", "p99", "p90")),
 	}
 
 	ok, infeasible, unserved := 0, 0, 0
@@ -215,7 +217,7 @@ func Build(t *store.Table) (*report.Document, error) {
 			Text:    cfgText + " x = 1000 / median TPOT (InferenceX's median_intvty), y = total (input + output) tokens/s per GPU; the frontier joins the points no other point beats on both axes. Infeasible and unserved points are only in the table below.",
 			Charts:  []report.Chart{pareto},
 		},
-		{Heading: "Latency and throughput " + against, Charts: charts},
+		{Heading: "Latency and throughput " + against, Text: offAxis(pts, xKey, xAt), Charts: charts},
 		{Heading: "Points", Text: "Every stored point, infeasible and unserved ones with the reason.", Table: pointsTable(t, pts)},
 		{Heading: "Grid file", Table: gridTable(t.Info.Text)},
 	}}, nil
@@ -255,9 +257,28 @@ func readPoints(t *store.Table) ([]point, error) {
 	return pts, nil
 }
 
+// percentile is the column and name of the percentile a chart draws for
+// metric (ttft, tpot, e2el): the first of want that some ok point has, else
+// the median (every run has one); want[0] when no point has any. A grid's
+// metric-percentiles may leave p90 or p99 out (vllm bench serve computes
+// only those it is asked for; the store holds NULL for the rest), and a
+// chart of nothing but NULLs would show empty series.
+func percentile(pts []point, metric string, want ...string) [2]string {
+	for _, p := range append(want, "p50") {
+		col := p + "_" + metric + "_ms"
+		for _, pt := range pts {
+			if v := pt.m[col]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return [2]string{col, p}
+			}
+		}
+	}
+	return [2]string{want[0] + "_" + metric + "_ms", want[0]}
+}
+
 // xAxis picks the charts' x: the load axis when the grid has one, else the
-// first axis whose every value is a number; at is its place in t.Keys (-1:
-// none, the point index is x).
+// first axis whose every value is a number and that has two or more (an
+// axis of one value would stack every point at one x); at is its place in
+// t.Keys (-1: none, the point index is x).
 func xAxis(t *store.Table, pts []point) (key string, at int, load bool) {
 	for i, k := range t.Keys {
 		if slices.Contains(plan.LoadKeys, k) {
@@ -265,7 +286,7 @@ func xAxis(t *store.Table, pts []point) (key string, at int, load bool) {
 		}
 	}
 	for i, k := range t.Keys {
-		numeric := len(pts) > 0
+		numeric := distinct(pts, i) > 1
 		for _, p := range pts {
 			numeric = numeric && !math.IsNaN(p.num[i])
 		}
@@ -274,6 +295,29 @@ func xAxis(t *store.Table, pts []point) (key string, at int, load bool) {
 		}
 	}
 	return "", -1, false
+}
+
+// offAxis says which ok points the charts against the load cannot place:
+// those whose x is infinite, as vllm bench serve's request-rate inf (send
+// every request at once) is. The tables list them.
+func offAxis(pts []point, xKey string, xAt int) string {
+	if xAt < 0 {
+		return ""
+	}
+	var vals []string
+	n := 0
+	for _, p := range pts {
+		if p.status == store.StatusOK && math.IsInf(p.num[xAt], 0) {
+			n++
+			if !slices.Contains(vals, p.values[xAt]) {
+				vals = append(vals, p.values[xAt])
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d ok points at %s=%s have no place on the x axis: they are in the charts' data tables and the points table, not on the charts.", n, xKey, strings.Join(vals, ", "))
 }
 
 // spansDecade reports whether axis at's positive values span 10× or more:

@@ -114,6 +114,18 @@ func TestBuild(t *testing.T) {
 			common: []report.KV{{Key: "model", Value: "m"}},
 		},
 		{
+			name: "no load axis: a numeric axis of one value is not x",
+			keys: []string{"max-model-len", "dtype", "max-num-seqs"},
+			rows: [][]any{
+				{store.StatusOK, int64(4096), "bf16", int64(64), 10.0, 100.0},
+				{store.StatusOK, int64(4096), "fp8", int64(128), 9.0, 120.0},
+			},
+			pareto: []string{"dtype=bf16", "dtype=fp8", "Pareto frontier"},
+			e2e:    []string{"dtype=bf16", "dtype=fp8"},
+			title:  "against max-num-seqs (the grid has no load axis: its first numeric axis)",
+			common: []report.KV{{Key: "model", Value: "m"}},
+		},
+		{
 			name: "no numeric axis: the point index",
 			keys: []string{"dtype"},
 			rows: [][]any{
@@ -231,5 +243,76 @@ func TestGridTableKeepsIndentation(t *testing.T) {
 	tbl := gridTable("name: g\naxes:\n  x: [1]\n")
 	if len(tbl.Rows) != 3 || tbl.Rows[2][1] != "\u00a0\u00a0x: [1]" || tbl.Rows[0][0] != "1" {
 		t.Errorf("%q", tbl.Rows)
+	}
+}
+
+// A grid whose metric-percentiles leave p90 or p99 out stores NULL for
+// them: each chart draws the percentile the points have (p99 for TTFT's
+// missing p90, p90 for TPOT's and E2EL's missing p99, else the median)
+// and its title and series say which.
+func TestBuildMissingPercentiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		null []string
+		want map[string]string // chart id: the percentile drawn
+	}{
+		{"every percentile", nil, map[string]string{"ttft": "p90", "tpot": "p99", "e2el": "p99"}},
+		{"metric-percentiles: 99", []string{"p90_ttft_ms", "p90_tpot_ms", "p90_e2el_ms"}, map[string]string{"ttft": "p99", "tpot": "p99", "e2el": "p99"}},
+		{"metric-percentiles: 90", []string{"p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms"}, map[string]string{"ttft": "p90", "tpot": "p90", "e2el": "p90"}},
+		{"metric-percentiles: 50", []string{"p90_ttft_ms", "p90_tpot_ms", "p90_e2el_ms", "p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms"}, map[string]string{"ttft": "p50", "tpot": "p50", "e2el": "p50"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := table([]string{"tensor-parallel-size", "max-concurrency"}, [][]any{
+				{store.StatusOK, int64(1), int64(1), 10.0, 100.0},
+				{store.StatusOK, int64(1), int64(8), 20.0, 800.0},
+				{store.StatusInfeasible, int64(3), int64(1)},
+			})
+			for _, c := range tc.null {
+				for _, r := range tab.Rows {
+					r[tab.Col(c)] = nil
+				}
+			}
+			doc, err := Build(tab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, p := range tc.want {
+				c := chart(t, doc, id)
+				if !strings.Contains(c.Title, "("+p) || !strings.HasSuffix(c.Series[0].Name, " — "+p) && id != "e2el" {
+					t.Errorf("%s: title %q, series %q; want %s", id, c.Title, names(c), p)
+				}
+				if len(c.Series[0].Points) != 2 {
+					t.Errorf("%s: %s draws %d points, want 2", id, p, len(c.Series[0].Points))
+				}
+				for _, pt := range c.Series[0].Points {
+					if math.IsNaN(pt.Y) {
+						t.Errorf("%s: %s draws NULL", id, p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// request-rate inf (every request at once) has no place on the load
+// axis: the section says which points the charts leave off.
+func TestBuildInfiniteLoad(t *testing.T) {
+	tab := table([]string{"tensor-parallel-size", "request-rate"}, [][]any{
+		{store.StatusOK, int64(1), int64(1), 10.0, 100.0},
+		{store.StatusOK, int64(1), "inf", 20.0, 800.0},
+		{store.StatusOK, int64(2), "inf", 20.0, 800.0},
+		{store.StatusInfeasible, int64(3), "inf"},
+	})
+	doc, err := Build(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "2 ok points at request-rate=inf have no place on the x axis"
+	if s := doc.Sections[1]; !strings.Contains(s.Text, want) {
+		t.Errorf("section %q text %q, want %q", s.Heading, s.Text, want)
+	}
+	tab = table([]string{"request-rate"}, [][]any{{store.StatusOK, int64(1), 10.0, 100.0}})
+	if doc, err = Build(tab); err != nil || doc.Sections[1].Text != "" {
+		t.Errorf("finite load: text %q, err %v", doc.Sections[1].Text, err)
 	}
 }
