@@ -70,6 +70,10 @@ type Run struct {
 	Info   []report.KV
 }
 
+// FrontierColor is the Pareto frontier's colour (dark red: none of
+// report.Palette's colour-blind-safe entries).
+const FrontierColor = "#8B0000"
+
 // ParetoChart draws runs as InferenceX draws its frontiers: one series per
 // Config (first-seen order, points as given), then the Pareto frontier over
 // every run as its own series. Runs with X ≤ 0 (no TPOT) or a NaN are left
@@ -99,6 +103,8 @@ func ParetoChart(c report.Chart, runs []Run) report.Chart {
 	for _, i := range Frontier(xy) {
 		frontier = append(frontier, drawn[i])
 	}
-	c.Series = append(c.Series, report.Series{Name: "Pareto frontier", Style: report.Frontier, Points: frontier})
+	// Its own colour, outside the palette the configurations cycle through,
+	// so that it never shares one with a configuration.
+	c.Series = append(c.Series, report.Series{Name: "Pareto frontier", Style: report.Frontier, Color: FrontierColor, Points: frontier})
 	return c
 }

@@ -308,7 +308,7 @@ func TestParetoChart(t *testing.T) {
 	if !slices.Equal(got, want) || c.ID != "p" {
 		t.Fatalf("series %v, want %v", got, want)
 	}
-	if f := c.Series[2]; f.Style != report.Frontier || f.Points[0].X != 50 || f.Points[1].X != 100 {
+	if f := c.Series[2]; f.Style != report.Frontier || f.Color != FrontierColor || slices.Contains(report.Palette, f.Color) || f.Points[0].X != 50 || f.Points[1].X != 100 {
 		t.Errorf("frontier %+v", f)
 	}
 }

@@ -149,7 +149,11 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 // checkInferenceXFilter refuses a --model, --hardware or --backend that
