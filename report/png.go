@@ -12,6 +12,9 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
+// pngLegendMax is the most series the PNG legend names.
+const pngLegendMax = 12
+
 // PNG writes a raster render of c at its initial axis scales, drawn by
 // gonum.org/v1/plot with its embedded Liberation fonts (no system fonts),
 // on the same ranges, ticks and colours as SVG. Points not drawn (NaN/Inf,
@@ -23,6 +26,9 @@ func PNG(w io.Writer, c *Chart) error {
 	p.Y.Label.Text = axisLabel(c.YLabel, "y", c.LogY)
 	var xs, ys []float64
 	skipped := 0
+	// The legend sits inside the plot: past pngLegendMax entries it would
+	// run off the image, so the rest are counted.
+	legendShown, legendHidden := 0, 0
 	for i, s := range c.Series {
 		var xy plotter.XYs
 		for _, pt := range s.Points {
@@ -69,9 +75,17 @@ func PNG(w io.Writer, c *Chart) error {
 		if name == "" {
 			name = "series " + strconv.Itoa(i+1)
 		}
-		if len(thumbs) > 0 {
+		switch {
+		case len(thumbs) == 0:
+		case legendShown < pngLegendMax:
 			p.Legend.Add(name, thumbs...)
+			legendShown++
+		default:
+			legendHidden++
 		}
+	}
+	if legendHidden > 0 {
+		p.Legend.Add("… " + strconv.Itoa(legendHidden) + " more series")
 	}
 	if skipped > 0 {
 		p.Legend.Add(strconv.Itoa(skipped) + " point" + plural(skipped) + " not drawn (NaN/Inf, or ≤ 0 on a log axis)")

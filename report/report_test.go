@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
@@ -345,5 +346,29 @@ func TestNum(t *testing.T) {
 		if got := num(tc.f); got != tc.want {
 			t.Errorf("num(%v) = %q, want %q", tc.f, got, tc.want)
 		}
+	}
+}
+
+// Long series names are cut in the middle in the SVG legend: series named
+// by their settings differ at either end.
+func TestLegendOfManySeries(t *testing.T) {
+	c := &Chart{ID: "many", Title: "many"}
+	for i := range 30 {
+		c.Series = append(c.Series, Series{
+			Name:   fmt.Sprintf("tensor-parallel-size=4 max-num-seqs=64 max-num-batched-tokens=%d", 1000+i),
+			Points: []Point{{X: float64(i + 1), Y: float64(i + 1)}},
+		})
+	}
+	var svg bytes.Buffer
+	if err := SVG(&svg, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">tensor-paral…d-tokens=1000<", ">tensor-paral…d-tokens=1001<", "more</text>"} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("SVG legend lacks %q", want)
+		}
+	}
+	if err := PNG(io.Discard, c); err != nil {
+		t.Fatal(err)
 	}
 }

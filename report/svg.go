@@ -105,7 +105,10 @@ func SVG(w io.Writer, c *Chart) error {
 			name = "series " + strconv.Itoa(i+1)
 		}
 		if r := []rune(name); len(r) > legendMaxText {
-			name = string(r[:legendMaxText-1]) + "…"
+			// Cut in the middle: series named by settings differ at the
+			// end ("...max-num-batched-tokens=2048") as often as at the start.
+			head := (legendMaxText - 1) / 2
+			name = string(r[:head]) + "…" + string(r[len(r)-(legendMaxText-1-head):])
 		}
 		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="%s"%s/>`, legendX, y, legendX+20, y, col, strokeWidth(s.Style), dash(s.Style))
 		p(`<text x="%d" y="%d">%s</text>`+"\n", legendX+26, y+4, text(name))
