@@ -97,14 +97,7 @@ reads the points' summaries from it instead of running them.
 				}
 				return finishPareto(stdout, out, asJSON, htmlFile, svgFile, pngFile)
 			}
-			g, err := grid.ReadFile(args[0])
-			if err != nil {
-				return err
-			}
-			if err := g.CheckSize(maxPoints, force); err != nil {
-				return err
-			}
-			points, err := g.Expand()
+			g, points, err := grid.ReadPoints(args[0], maxPoints, force)
 			if err != nil {
 				return err
 			}

@@ -63,14 +63,7 @@ file, the store and the report.`,
 			if jobs < 0 {
 				return &usageError{fmt.Errorf("--jobs %d: must be at least 1 (0: one per CPU)", jobs)}
 			}
-			g, err := grid.ReadFile(args[0])
-			if err != nil {
-				return err
-			}
-			if err := g.CheckSize(maxPoints, force); err != nil {
-				return err
-			}
-			points, err := g.Expand()
+			g, points, err := grid.ReadPoints(args[0], maxPoints, force)
 			if err != nil {
 				return err
 			}

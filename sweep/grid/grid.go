@@ -726,6 +726,24 @@ func (g *Grid) Size() int {
 	return n
 }
 
+// ReadPoints reads and checks a grid file, refuses it over maxPoints
+// combinations unless force, and expands it: what every command that runs
+// a grid does before any work.
+func ReadPoints(path string, maxPoints int, force bool) (*Grid, []Point, error) {
+	g, err := ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.CheckSize(maxPoints, force); err != nil {
+		return nil, nil, err
+	}
+	points, err := g.Expand()
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, points, nil
+}
+
 // CheckSize refuses a grid over maxPoints combinations unless force: an
 // error before any work, naming the axes' lengths.
 func (g *Grid) CheckSize(maxPoints int, force bool) error {
