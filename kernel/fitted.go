@@ -348,9 +348,8 @@ type resolver struct {
 }
 
 type standInKey struct {
-	moe   bool
-	dtype string
-	bytes float64
+	kind, dtype string // "gemm" or "moe", the law's dtype
+	bytes       float64
 }
 
 type curveKey struct {
@@ -562,17 +561,8 @@ func (r *resolver) gemmLaw(dtype string) *catalog.GEMMLaw {
 	default:
 		cands = []string{dtype}
 	}
-	for i, c := range cands {
-		if l, err := r.co.GEMMFor(c); err == nil {
-			if i > 0 {
-				if bpp, ok := r.quantBytes(dtype, l.WeightBytes); ok {
-					r.sub("gemm %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", dtype, cands[0], r.d.Chip.Name, c, bpp)
-					return r.gemmStandIn(l, bpp)
-				}
-				r.sub("gemm %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
-			}
-			return l
-		}
+	if l := firstLaw(r, "gemm", dtype, cands, r.co.GEMMFor, func(l *catalog.GEMMLaw) *float64 { return &l.WeightBytes }); l != nil {
+		return l
 	}
 	for _, alt := range []string{"fp8", "fp8_block", "bfloat16"} {
 		if l, err := r.co.GEMMFor(alt); err == nil {
@@ -599,32 +589,40 @@ func (r *resolver) quantBytes(dtype string, lawBytes float64) (float64, bool) {
 	return m.WeightBytesPerParam, true
 }
 
-func (r *resolver) gemmStandIn(l *catalog.GEMMLaw, bpp float64) *catalog.GEMMLaw {
-	k := standInKey{dtype: l.Dtype, bytes: bpp}
-	if c, ok := r.standIns[k].(*catalog.GEMMLaw); ok {
-		return c
+// firstLaw returns the law of the first candidate fitted on this chip
+// (lookup by dtype), or nil. A later candidate is a substitution the run
+// reports; where it reads another weight format than the checkpoint's
+// (quantBytes), a copy of it reads the checkpoint's bytes per parameter,
+// made once per kind, law and bytes so that identical operators keep
+// merging into one term. The GEMM and MoE searches are this one.
+func firstLaw[L any](r *resolver, kind, dtype string, cands []string, lookup func(string) (*L, error), weightBytes func(*L) *float64) *L {
+	for i, c := range cands {
+		l, err := lookup(c)
+		if err != nil {
+			continue
+		}
+		if i == 0 {
+			return l
+		}
+		bpp, ok := r.quantBytes(dtype, *weightBytes(l))
+		if !ok {
+			r.sub("%s %s: no %s law on %s, priced with %s", kind, dtype, cands[0], r.d.Chip.Name, c)
+			return l
+		}
+		r.sub("%s %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", kind, dtype, cands[0], r.d.Chip.Name, c, bpp)
+		k := standInKey{kind: kind, dtype: c, bytes: bpp}
+		if in, ok := r.standIns[k].(*L); ok {
+			return in
+		}
+		in := *l
+		*weightBytes(&in) = bpp
+		if r.standIns == nil {
+			r.standIns = map[standInKey]any{}
+		}
+		r.standIns[k] = &in
+		return &in
 	}
-	c := *l
-	c.WeightBytes = bpp
-	if r.standIns == nil {
-		r.standIns = map[standInKey]any{}
-	}
-	r.standIns[k] = &c
-	return &c
-}
-
-func (r *resolver) moeStandIn(l *catalog.MoELaw, bpp float64) *catalog.MoELaw {
-	k := standInKey{moe: true, dtype: l.Dtype, bytes: bpp}
-	if c, ok := r.standIns[k].(*catalog.MoELaw); ok {
-		return c
-	}
-	c := *l
-	c.WeightBytes = bpp
-	if r.standIns == nil {
-		r.standIns = map[standInKey]any{}
-	}
-	r.standIns[k] = &c
-	return &c
+	return nil
 }
 
 func (r *resolver) kvDtype() string {
@@ -664,17 +662,8 @@ func (r *resolver) moeLaw(dtype string) *catalog.MoELaw {
 	if b := r.d.MoEBackend; b != "" && b != "auto" {
 		cands = append(backendLaws(b, cands[0]), cands...)
 	}
-	for i, c := range cands {
-		if l, err := r.co.MoEFor(c); err == nil {
-			if i > 0 {
-				if bpp, ok := r.quantBytes(dtype, l.WeightBytes); ok {
-					r.sub("moe %s: no %s law on %s, priced with %s at %.4g weight bytes per parameter", dtype, cands[0], r.d.Chip.Name, c, bpp)
-					return r.moeStandIn(l, bpp)
-				}
-				r.sub("moe %s: no %s law on %s, priced with %s", dtype, cands[0], r.d.Chip.Name, c)
-			}
-			return l
-		}
+	if l := firstLaw(r, "moe", dtype, cands, r.co.MoEFor, func(l *catalog.MoELaw) *float64 { return &l.WeightBytes }); l != nil {
+		return l
 	}
 	for _, c := range []string{"bfloat16", "fp8"} {
 		if l, err := r.co.MoEFor(c); err == nil {
