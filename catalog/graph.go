@@ -717,11 +717,7 @@ func DeriveGraph(m *Model) (*Graph, error) {
 		g.Notes = append(g.Notes, "mxfp4 quantizes only the routed experts (vLLM's Mxfp4Config); attention, router, embedding and LM head stay "+b.act)
 	}
 	if m.Wrapper != "" {
-		note := fmt.Sprintf("the decoder of the multimodal wrapper %s, read from its text_config: the vision tower is not represented (text-only prompts never run it)", m.Wrapper)
-		if m.VisionParams > 0 {
-			note += fmt.Sprintf("; its %.0f M parameters count in the weights, as vLLM loads them", m.VisionParams/1e6)
-		}
-		g.Notes = append(g.Notes, note)
+		g.Notes = append(g.Notes, wrapperNote(m))
 	}
 	if m.NumMTPModules > 0 {
 		g.Notes = append(g.Notes, fmt.Sprintf("the config declares %d MTP modules (use_mtp), but vLLM has no draft model for %s, so no draft layers are represented", m.NumMTPModules, m.Architecture))
@@ -1448,4 +1444,14 @@ func (o *Op) Describe() string {
 		add("(sampled rows)")
 	}
 	return strings.Join(f, " ")
+}
+
+// wrapperNote says what a multimodal wrapper's graph leaves out: the vision
+// tower, whose parameters still count in the weights vLLM loads.
+func wrapperNote(m *Model) string {
+	note := fmt.Sprintf("the decoder of the multimodal wrapper %s, read from its text_config: the vision tower is not represented (text-only prompts never run it)", m.Wrapper)
+	if m.VisionParams > 0 {
+		note += fmt.Sprintf("; its %.0f M parameters count in the weights, as vLLM loads them", m.VisionParams/1e6)
+	}
+	return note
 }

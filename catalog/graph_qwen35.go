@@ -93,11 +93,7 @@ func (b *builder) qwen35Graph(g *Graph) (*Graph, error) {
 		g.Notes = append(g.Notes, "Qwen3NextSparseMoeBlock: the shared expert's output is scaled by sigmoid(shared_expert_gate(x)), a 1-wide replicated GEMM")
 	}
 	if m.Wrapper != "" {
-		note := fmt.Sprintf("the decoder of the multimodal wrapper %s, read from its text_config: the vision tower is not represented (text-only prompts never run it)", m.Wrapper)
-		if m.VisionParams > 0 {
-			note += fmt.Sprintf("; its %.0f M parameters count in the weights, as vLLM loads them", m.VisionParams/1e6)
-		}
-		g.Notes = append(g.Notes, note)
+		g.Notes = append(g.Notes, wrapperNote(m))
 	}
 	if m.MTPHiddenLayers > 0 {
 		g.Draft = b.qwen35MTP()
