@@ -132,13 +132,8 @@ func (cf *chipFit) fitDSA() (dec, pre []catalog.MLALaw, err error) {
 					law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 				}
 				// The padding is chosen on the held-out heads where some are
-				// held out: it decides how the law extrapolates across
-				// heads, which the fitted rows alone do not test.
-				m := law.Provenance.FitMAPE
-				if h := law.Provenance.HeldOutMAPE; h != nil {
-					m = *h
-				}
-				if bestFit < 0 || m < bestFit {
+				// held out (selectionMAPE).
+				if m := selectionMAPE(law.Provenance); bestFit < 0 || m < bestFit {
 					best, bestFit = law, m
 				}
 			}

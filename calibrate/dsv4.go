@@ -207,11 +207,7 @@ func (cf *chipFit) fitDSV4Table(kind string, ratio float64, phase string, mt *mo
 		)
 		law.Provenance = provenance([]string{file}, scope, fs, fm, hm)
 		// As for DSA: the padding is chosen on the held-out shapes.
-		m := law.Provenance.FitMAPE
-		if h := law.Provenance.HeldOutMAPE; h != nil {
-			m = *h
-		}
-		if bestFit < 0 || m < bestFit {
+		if m := selectionMAPE(law.Provenance); bestFit < 0 || m < bestFit {
 			best, bestFit = law, m
 		}
 	}

@@ -248,6 +248,17 @@ func (s *fitSet) run() (p []float64, fitMAPE, heldMAPE float64) {
 	return best, bestMAPE, pr.mape(best, s.held)
 }
 
+// selectionMAPE is the error a choice between candidate fits (a padding)
+// is made on: the held-out MAPE where some shapes are held out, since it
+// decides how the law extrapolates, which the fitted rows alone do not
+// test; else the fit MAPE.
+func selectionMAPE(p catalog.Provenance) float64 {
+	if p.HeldOutMAPE != nil {
+		return *p.HeldOutMAPE
+	}
+	return p.FitMAPE
+}
+
 // provenance builds a law's provenance from a fitted set.
 func provenance(files []string, scope string, s *fitSet, fitMAPE, heldMAPE float64) catalog.Provenance {
 	p := catalog.Provenance{
